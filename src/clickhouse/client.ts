@@ -1,0 +1,71 @@
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import type { ClickHouseConfig } from '../config/load.js';
+import { DfeError, describeError } from '../errors.js';
+
+export type { ClickHouseClient } from '@clickhouse/client';
+
+export interface ClickHouseHandle {
+  readonly client: ClickHouseClient;
+  readonly backend: 'server' | 'embedded';
+  /** Where it points, without credentials: a URL or `embedded:<path>`. */
+  readonly target: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The one factory for ClickHouse clients. Both backends are `@clickhouse/client`;
+ * the embedded one plugs chdb's in-process engine in through the `connection`
+ * option, so every caller runs the same SQL through the same API.
+ */
+export async function openClickHouse(config: ClickHouseConfig): Promise<ClickHouseHandle> {
+  if (config.backend === 'embedded') return openEmbedded(config.embeddedPath);
+  if (!config.url) throw new DfeError('CONFIG_INVALID', 'no ClickHouse server URL configured', { key: 'DFE_CLICKHOUSE_URL' });
+  const tls = config.caCertPath ? { ca_cert: readFileSync(config.caCertPath) } : undefined;
+  const client = createClient({
+    url: config.url,
+    username: config.username,
+    password: config.password,
+    request_timeout: config.requestTimeoutMs,
+    // The shim is read-only (readonly=2) in production: settings are per query, never
+    // session-wide, so nothing here needs write access.
+    clickhouse_settings: {},
+    ...(tls ? { tls } : {}),
+    ...(config.verifyTls ? {} : { http_agent: await insecureAgent(), set_basic_auth_header: true }),
+    keep_alive: { enabled: true, idle_socket_ttl: 2_500 },
+  });
+  return {
+    client,
+    backend: 'server',
+    target: config.url,
+    close: () => client.close(),
+  };
+}
+
+async function insecureAgent() {
+  const https = await import('node:https');
+  return new https.Agent({ rejectUnauthorized: false, keepAlive: true });
+}
+
+/**
+ * Each call opens its own connection; connections to the same path share one
+ * in-process engine (libchdb allows one data directory per process, so a second
+ * path is refused by chdb itself).
+ */
+async function openEmbedded(path: string): Promise<ClickHouseHandle> {
+  let createChdbConnection: (options: { path?: string }) => unknown;
+  try {
+    ({ createChdbConnection } = (await import('chdb/connection')) as unknown as {
+      createChdbConnection: (options: { path?: string }) => unknown;
+    });
+  } catch (err) {
+    throw new DfeError(
+      'EMBEDDED_UNAVAILABLE',
+      `the embedded ClickHouse (npm package chdb) is not installed (${describeError(err)}); set DFE_CLICKHOUSE_URL to use a server`,
+      { key: 'DFE_CLICKHOUSE_URL', cause: err },
+    );
+  }
+  if (path !== ':memory:') mkdirSync(path, { recursive: true });
+  const client = createClient({ connection: createChdbConnection({ path }) as never });
+  return { client, backend: 'embedded', target: `embedded:${path}`, close: () => client.close() };
+}

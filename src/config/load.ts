@@ -1,0 +1,201 @@
+import type { z } from 'zod';
+import { DfeError, showValue } from '../errors.js';
+import { envSchema, type ParsedEnv } from './schema.js';
+
+export type Backend = 'server' | 'embedded';
+export type Topology = 'auto' | 'single' | 'replicated';
+
+export interface ClickHouseConfig {
+  /** `auto` picks `server` when a URL or host is set, else `embedded`. */
+  readonly backend: Backend;
+  /** Server HTTP endpoint without credentials, e.g. `https://ch:8443`. */
+  readonly url: string | undefined;
+  readonly username: string;
+  /** Never logged; see log.ts redaction paths. */
+  readonly password: string;
+  readonly verifyTls: boolean;
+  readonly caCertPath: string | undefined;
+  readonly requestTimeoutMs: number;
+  readonly embeddedPath: string;
+  readonly dataDatabase: string;
+  readonly otelDatabase: string;
+  readonly topology: Topology;
+  /** Cluster name for ON CLUSTER DDL on a macro-configured cluster. */
+  readonly cluster: string;
+}
+
+export interface ShimConfig {
+  readonly host: string;
+  readonly port: number;
+  readonly builtinCataloguePath: string | undefined;
+  readonly overridePath: string | undefined;
+  readonly cacheMaxKeys: number;
+  readonly reloadIntervalMs: number;
+  readonly auth: {
+    readonly mode: 'none' | 'bearer' | 'apiKey' | 'basic';
+    readonly tokenFile: string | undefined;
+    readonly usernameFile: string | undefined;
+    readonly passwordFile: string | undefined;
+  };
+  readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined;
+}
+
+export interface RunnerConfig {
+  readonly huntsDir: string;
+  readonly spreadFraction: number;
+  readonly pollSeconds: number;
+  readonly cap: number;
+  readonly metricsPort: number;
+  readonly leaseSeconds: number;
+  readonly settleMs: number;
+  readonly runnerId: string | undefined;
+}
+
+export interface AppConfig {
+  readonly clickhouse: ClickHouseConfig;
+  readonly shim: ShimConfig;
+  readonly runner: RunnerConfig;
+  readonly log: { readonly level: string; readonly format: 'json' | 'pretty' };
+}
+
+/** CLI flags, by their env twin, so that flags override env with one schema. */
+export const FLAG_TO_ENV: Readonly<Record<string, keyof z.input<typeof envSchema>>> = Object.freeze({
+  'clickhouse-url': 'DFE_CLICKHOUSE_URL',
+  'embedded-path': 'DFE_EMBEDDED_PATH',
+  hunts: 'DFE_HUNTS_DIR',
+  host: 'DFE_KEDA_SHIM_HOST',
+  port: 'DFE_KEDA_SHIM_PORT',
+  queries: 'DFE_KEDA_SHIM_BUILTIN_QUERIES',
+  override: 'DFE_KEDA_SHIM_QUERY_CONFIG',
+  poll: 'DFE_HUNT_RUNNER_POLL_SECONDS',
+  cap: 'DFE_HUNT_RUNNER_CAP',
+  'metrics-port': 'DFE_HUNT_RUNNER_METRICS_PORT',
+  'runner-id': 'DFE_HUNT_RUNNER_ID',
+});
+
+function pickEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key of Object.keys(envSchema.shape)) {
+    const value = env[key];
+    // An empty variable means "unset" (Helm renders absent values as "").
+    if (value !== undefined && value !== '') out[key] = value;
+  }
+  return out;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/** Splits `https://user:pass@host:8443/` into a credential-free URL and its credentials. */
+export function splitUrlCredentials(raw: string): { url: string; username?: string; password?: string } {
+  const parsed = new URL(raw);
+  const username = parsed.username ? decodeURIComponent(parsed.username) : undefined;
+  const password = parsed.password ? decodeURIComponent(parsed.password) : undefined;
+  parsed.username = '';
+  parsed.password = '';
+  const url = parsed.toString().replace(/\/$/, '');
+  return { url, ...(username === undefined ? {} : { username }), ...(password === undefined ? {} : { password }) };
+}
+
+function build(e: ParsedEnv): AppConfig {
+  let url: string | undefined;
+  let username = e.DFE_CLICKHOUSE_USERNAME;
+  let password = e.DFE_CLICKHOUSE_PASSWORD;
+  if (e.DFE_CLICKHOUSE_URL) {
+    const split = splitUrlCredentials(e.DFE_CLICKHOUSE_URL);
+    url = split.url;
+    username = split.username ?? username;
+    password = split.password ?? password;
+  } else if (e.DFE_CLICKHOUSE_HOST) {
+    url = `${e.DFE_CLICKHOUSE_SECURE ? 'https' : 'http'}://${e.DFE_CLICKHOUSE_HOST}:${e.DFE_CLICKHOUSE_PORT}`;
+  }
+  let backend: Backend;
+  if (e.DFE_CLICKHOUSE_BACKEND === 'auto') backend = url ? 'server' : 'embedded';
+  else backend = e.DFE_CLICKHOUSE_BACKEND;
+  if (backend === 'server' && !url) {
+    throw new DfeError(
+      'CONFIG_INVALID',
+      'DFE_CLICKHOUSE_BACKEND=server needs DFE_CLICKHOUSE_URL or DFE_CLICKHOUSE_HOST: no ClickHouse server is configured',
+      { key: 'DFE_CLICKHOUSE_URL' },
+    );
+  }
+  const tls =
+    e.DFE_KEDA_SHIM_TLS_CERT_FILE && e.DFE_KEDA_SHIM_TLS_KEY_FILE
+      ? { certFile: e.DFE_KEDA_SHIM_TLS_CERT_FILE, keyFile: e.DFE_KEDA_SHIM_TLS_KEY_FILE }
+      : undefined;
+  if (Boolean(e.DFE_KEDA_SHIM_TLS_CERT_FILE) !== Boolean(e.DFE_KEDA_SHIM_TLS_KEY_FILE)) {
+    throw new DfeError('CONFIG_INVALID', 'DFE_KEDA_SHIM_TLS_CERT_FILE and DFE_KEDA_SHIM_TLS_KEY_FILE go together', {
+      key: e.DFE_KEDA_SHIM_TLS_CERT_FILE ? 'DFE_KEDA_SHIM_TLS_KEY_FILE' : 'DFE_KEDA_SHIM_TLS_CERT_FILE',
+    });
+  }
+  return {
+    clickhouse: {
+      backend,
+      url,
+      username,
+      password,
+      verifyTls: e.DFE_CLICKHOUSE_VERIFY,
+      caCertPath: e.DFE_CLICKHOUSE_CA_CERT,
+      requestTimeoutMs: e.DFE_CLICKHOUSE_REQUEST_TIMEOUT_MS,
+      embeddedPath: e.DFE_EMBEDDED_PATH,
+      dataDatabase: e.DFE_CLICKHOUSE_DATA_DATABASE,
+      otelDatabase: e.DFE_KEDA_SHIM_OTEL_DATABASE ?? e.DFE_CLICKHOUSE_DATA_DATABASE,
+      topology: e.DFE_CLICKHOUSE_TOPOLOGY,
+      cluster: e.DFE_CLICKHOUSE_CLUSTER,
+    },
+    shim: {
+      host: e.DFE_KEDA_SHIM_HOST,
+      port: e.DFE_KEDA_SHIM_PORT,
+      builtinCataloguePath: e.DFE_KEDA_SHIM_BUILTIN_QUERIES,
+      overridePath: e.DFE_KEDA_SHIM_QUERY_CONFIG,
+      cacheMaxKeys: Math.floor(e.DFE_KEDA_SHIM_CACHE_MAX_KEYS),
+      reloadIntervalMs: e.DFE_KEDA_SHIM_RELOAD_INTERVAL_MS,
+      auth: {
+        mode: e.DFE_KEDA_SHIM_AUTH_MODE,
+        tokenFile: e.DFE_KEDA_SHIM_AUTH_TOKEN_FILE,
+        usernameFile: e.DFE_KEDA_SHIM_AUTH_USERNAME_FILE,
+        passwordFile: e.DFE_KEDA_SHIM_AUTH_PASSWORD_FILE,
+      },
+      tls,
+    },
+    runner: {
+      huntsDir: e.DFE_HUNTS_DIR,
+      spreadFraction: e.DFE_ENGINE_HUNTS_PHASE_SPREAD_FRACTION,
+      pollSeconds: e.DFE_HUNT_RUNNER_POLL_SECONDS,
+      cap: Math.floor(e.DFE_HUNT_RUNNER_CAP),
+      metricsPort: e.DFE_HUNT_RUNNER_METRICS_PORT,
+      leaseSeconds: e.DFE_HUNT_RUNNER_LEASE_SECONDS,
+      settleMs: e.DFE_HUNT_RUNNER_SETTLE_MS,
+      runnerId: e.DFE_HUNT_RUNNER_ID,
+    },
+    log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT },
+  };
+}
+
+/**
+ * Validates env (and flag overrides, given by flag name) once and returns a
+ * frozen config. Every error names the variable and the value it had — except
+ * the password, whose value is never echoed.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: Record<string, string | undefined> = {}): AppConfig {
+  const raw = pickEnv(env);
+  for (const [flag, value] of Object.entries(flags)) {
+    const key = FLAG_TO_ENV[flag];
+    if (key !== undefined && value !== undefined) raw[key] = value;
+  }
+  const parsed = envSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const key = String(issue?.path[0] ?? 'environment');
+    const shown = key === 'DFE_CLICKHOUSE_PASSWORD' ? '[redacted]' : showValue(raw[key]);
+    const viaFlag = Object.entries(FLAG_TO_ENV).find(([flag, k]) => k === key && flags[flag] !== undefined)?.[0];
+    const where = viaFlag ? `--${viaFlag}` : key;
+    throw new DfeError('CONFIG_INVALID', `invalid ${where}=${shown}: ${issue?.message ?? 'invalid'}`, { key, value: shown });
+  }
+  return deepFreeze(build(parsed.data));
+}

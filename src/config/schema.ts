@@ -1,0 +1,82 @@
+import { z } from 'zod';
+
+/**
+ * Every setting, its default and its unit, defined once. Env first, CLI flags
+ * override (see config/load.ts). Parsed once at startup, then frozen.
+ */
+export const DATABASE_NAME = /^[A-Za-z0-9_-]+$/;
+
+const port = (name: string) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d{1,5}$/, {
+      message: `${name} must be a port number (Kubernetes service links inject "tcp://…"; disable them with enableServiceLinks: false)`,
+    })
+    .transform(Number)
+    .refine((n) => n > 0 && n < 65536, { message: `${name} must be between 1 and 65535` });
+
+const bool = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .pipe(z.enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off']))
+  .transform((v) => ['1', 'true', 'yes', 'on'].includes(v));
+
+const databaseName = z.string().trim().regex(DATABASE_NAME, { message: 'must match ^[A-Za-z0-9_-]+$' });
+
+const positiveNumber = z
+  .string()
+  .trim()
+  .regex(/^\d+(\.\d+)?$/, { message: 'must be a positive number' })
+  .transform(Number)
+  .refine((n) => n > 0, { message: 'must be greater than 0' });
+
+/** Raw environment (strings), keyed by variable name. */
+export const envSchema = z.object({
+  DFE_CLICKHOUSE_BACKEND: z.enum(['auto', 'server', 'embedded']).default('auto'),
+  DFE_CLICKHOUSE_URL: z.string().trim().url({ message: 'must be a URL such as https://host:8443' }).optional(),
+  DFE_CLICKHOUSE_HOST: z.string().trim().min(1).optional(),
+  DFE_CLICKHOUSE_PORT: port('DFE_CLICKHOUSE_PORT').default(8123),
+  DFE_CLICKHOUSE_SECURE: bool.default(false),
+  DFE_CLICKHOUSE_VERIFY: bool.default(true),
+  DFE_CLICKHOUSE_CA_CERT: z.string().min(1).optional(),
+  DFE_CLICKHOUSE_USERNAME: z.string().default('default'),
+  DFE_CLICKHOUSE_PASSWORD: z.string().default(''),
+  DFE_CLICKHOUSE_DATA_DATABASE: databaseName.default('dfe'),
+  DFE_CLICKHOUSE_TOPOLOGY: z.enum(['auto', 'single', 'replicated']).default('auto'),
+  DFE_CLICKHOUSE_CLUSTER: z.string().trim().min(1).default('{cluster}'),
+  DFE_CLICKHOUSE_REQUEST_TIMEOUT_MS: positiveNumber.default(30_000),
+  DFE_EMBEDDED_PATH: z.string().min(1).default('./.dfe/clickhouse'),
+  DFE_KEDA_SHIM_HOST: z.string().trim().min(1).default('0.0.0.0'),
+  DFE_KEDA_SHIM_PORT: port('DFE_KEDA_SHIM_PORT').default(8080),
+  DFE_KEDA_SHIM_QUERY_CONFIG: z.string().min(1).optional(),
+  DFE_KEDA_SHIM_BUILTIN_QUERIES: z.string().min(1).optional(),
+  DFE_KEDA_SHIM_OTEL_DATABASE: databaseName.optional(),
+  DFE_KEDA_SHIM_CACHE_MAX_KEYS: positiveNumber.default(10_000),
+  DFE_KEDA_SHIM_RELOAD_INTERVAL_MS: positiveNumber.default(2_000),
+  DFE_KEDA_SHIM_AUTH_MODE: z.enum(['none', 'bearer', 'apiKey', 'basic']).default('none'),
+  DFE_KEDA_SHIM_AUTH_TOKEN_FILE: z.string().min(1).optional(),
+  DFE_KEDA_SHIM_AUTH_USERNAME_FILE: z.string().min(1).optional(),
+  DFE_KEDA_SHIM_AUTH_PASSWORD_FILE: z.string().min(1).optional(),
+  DFE_KEDA_SHIM_TLS_CERT_FILE: z.string().min(1).optional(),
+  DFE_KEDA_SHIM_TLS_KEY_FILE: z.string().min(1).optional(),
+  DFE_HUNTS_DIR: z.string().min(1).default('./hunts'),
+  DFE_ENGINE_HUNTS_PHASE_SPREAD_FRACTION: z
+    .string()
+    .trim()
+    .transform(Number)
+    .refine((n) => Number.isFinite(n) && n > 0 && n <= 1, { message: 'must be a number in (0, 1]' })
+    .default(0.8),
+  DFE_HUNT_RUNNER_POLL_SECONDS: positiveNumber.default(15),
+  DFE_HUNT_RUNNER_CAP: positiveNumber.default(8),
+  DFE_HUNT_RUNNER_METRICS_PORT: port('DFE_HUNT_RUNNER_METRICS_PORT').default(9464),
+  DFE_HUNT_RUNNER_LEASE_SECONDS: positiveNumber.default(300),
+  DFE_HUNT_RUNNER_SETTLE_MS: positiveNumber.default(750),
+  DFE_HUNT_RUNNER_ID: z.string().trim().min(1).optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
+});
+
+export type RawEnv = z.input<typeof envSchema>;
+export type ParsedEnv = z.output<typeof envSchema>;

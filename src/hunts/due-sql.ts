@@ -1,0 +1,91 @@
+import { qualifiedTable } from '../clickhouse/identifiers.js';
+import { RUN_STATUS, TABLES } from './tables.js';
+
+/**
+ * THE due-hunt SQL (SPEC §7.3). The runner's gate and the shim's `backlog`
+ * query both call this one builder, so they cannot drift. It implements
+ * `dueDecision` in schedule.ts; test/hunts/due-parity.test.ts holds them equal.
+ *
+ * - each table is collapsed per hunt with argMax(col, version), no FINAL;
+ * - tombstones (`enabled = 0`, interval 0) are dropped in the innermost query,
+ *   before any `intDiv`, so a zero interval never divides;
+ * - "no watermark" is told apart from watermark 0 by a `has_wm` marker, since a
+ *   LEFT JOIN fills missing rows with defaults;
+ * - `now` is the ClickHouse server clock, or a bound `{now:Int64}` in tests.
+ */
+export interface DueSqlOptions {
+  /** `server` uses ClickHouse's `now()`; `param` binds `{now:Int64}` (tests, tools). */
+  readonly now?: 'server' | 'param';
+}
+
+export type DueRow = {
+  readonly hunt_id: string;
+  readonly fire: number;
+  /** 1 when the fire comes from a run-now request. */
+  readonly requested: number;
+  readonly server_now: number;
+};
+
+function nowExpr(options: DueSqlOptions): string {
+  return options.now === 'param' ? '{now:Int64}' : 'toInt64(toUnixTimestamp(now()))';
+}
+
+/** Rows (hunt_id, fire, requested, server_now) of every due hunt, oldest fire first. */
+export function dueRowsSql(database: string, options: DueSqlOptions = {}): string {
+  const schedule = qualifiedTable(database, TABLES.schedule);
+  const watermark = qualifiedTable(database, TABLES.watermark);
+  const lease = qualifiedTable(database, TABLES.lease);
+  const run = qualifiedTable(database, TABLES.run);
+  return `
+SELECT hunt_id, toInt64(if(sched_owed, sched_fire, req_fire)) AS fire, toUInt8(NOT sched_owed) AS requested, now_s AS server_now
+FROM (
+  SELECT
+    s.hunt_id AS hunt_id,
+    ${nowExpr(options)} AS now_s,
+    intDiv(now_s, s.interval_seconds) * s.interval_seconds + s.phase_offset AS current_fire,
+    if(now_s >= current_fire, current_fire, current_fire - s.interval_seconds) AS sched_fire,
+    (w.has_wm = 0 OR w.watermark < sched_fire) AS sched_owed,
+    arrayFilter(f -> f <= now_s AND (w.has_wm = 0 OR f > w.watermark), r.req_fires) AS req_open,
+    if(length(req_open) > 0, arrayMax(req_open), 0) AS req_fire,
+    l.lease_until <= now_s AS lease_free
+  FROM (
+    SELECT hunt_id, interval_seconds, phase_offset
+    FROM (
+      SELECT hunt_id,
+        argMax(interval_seconds, updated) AS interval_seconds,
+        argMax(phase_offset, updated) AS phase_offset,
+        argMax(enabled, updated) AS enabled
+      FROM ${schedule}
+      GROUP BY hunt_id
+    )
+    WHERE enabled = 1 AND interval_seconds > 0
+  ) AS s
+  LEFT JOIN (
+    SELECT hunt_id, argMax(watermark, updated) AS watermark, toUInt8(1) AS has_wm
+    FROM ${watermark}
+    GROUP BY hunt_id
+  ) AS w ON w.hunt_id = s.hunt_id
+  LEFT JOIN (
+    SELECT hunt_id, argMax(lease_until, claimed) AS lease_until
+    FROM ${lease}
+    GROUP BY hunt_id
+  ) AS l ON l.hunt_id = s.hunt_id
+  LEFT JOIN (
+    SELECT hunt_id, groupArray(fire) AS req_fires
+    FROM (
+      SELECT hunt_id, fire, argMax(status, updated) AS status
+      FROM ${run}
+      GROUP BY hunt_id, fire
+    )
+    WHERE status = '${RUN_STATUS.requested}'
+    GROUP BY hunt_id
+  ) AS r ON r.hunt_id = s.hunt_id
+)
+WHERE lease_free AND (sched_owed OR length(req_open) > 0)
+ORDER BY fire ASC, hunt_id ASC`;
+}
+
+/** `value` = the number of due hunts: the shim's `backlog` query. */
+export function dueCountSql(database: string, options: DueSqlOptions = {}): string {
+  return `SELECT count() AS value FROM (${dueRowsSql(database, options)}\n)`;
+}
