@@ -65,3 +65,21 @@ export const QUERY_DEFAULTS = Object.freeze({
   freshForSeconds: 0,
   maxStaleSeconds: null as number | null,
 });
+
+/** What a reload did; `changed` and `removed` name queries whose cache entries must go. */
+export type CatalogueEvent =
+  | {
+      readonly kind: 'applied';
+      readonly catalogue: Catalogue;
+      readonly previous: Catalogue;
+      readonly changed: readonly string[];
+      readonly removed: readonly string[];
+    }
+  | { readonly kind: 'rejected'; readonly error: Error; readonly file: string | undefined };
+
+/** The live catalogue as the shim sees it (implemented by catalogue/store.ts). */
+export interface CatalogueProvider {
+  current(): Catalogue;
+  /** Returns an unsubscribe function. */
+  subscribe(listener: (event: CatalogueEvent) => void): () => void;
+}
