@@ -1,0 +1,108 @@
+import { readFileSync } from 'node:fs';
+import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+import type { Registry } from 'prom-client';
+import type { CatalogueEvent, CatalogueProvider } from '../catalogue/types.js';
+import type { ClickHouseHandle } from '../clickhouse/client.js';
+import { systemClock, type Clock } from '../clock.js';
+import type { ShimConfig } from '../config/load.js';
+import { describeError } from '../errors.js';
+import { silentLogger, type Logger } from '../log.js';
+import { assertAuthConfig } from './auth.js';
+import type { ShimContext } from './context.js';
+import { shimErrorHandler } from './error-handler.js';
+import { QueryExecutor } from './executor.js';
+import { ShimMetrics } from './metrics.js';
+import { healthRoutes } from './routes/health.js';
+import { metricsRoutes } from './routes/metrics.js';
+import { queryRoutes } from './routes/query.js';
+import { statusRoutes } from './routes/status.js';
+import { StatusBoard } from './status-board.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The shim's state: executor (query counter), metrics, status board. */
+    readonly shim: ShimContext;
+  }
+}
+
+export interface ShimDeps {
+  /** Already loaded: the app is only built once a valid catalogue exists. */
+  readonly catalogue: CatalogueProvider;
+  readonly clickhouse: Pick<ClickHouseHandle, 'backend' | 'target' | 'client'>;
+  readonly config: { readonly shim: ShimConfig };
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+  /** Default: a fresh Registry of its own. */
+  readonly registry?: Registry;
+}
+
+/** The routes and their error handler, as one plugin over a built context. */
+export const shimPlugin: FastifyPluginAsync<{ ctx: ShimContext }> = async (app, { ctx }) => {
+  app.setErrorHandler(shimErrorHandler);
+  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: 'not found', query: null }));
+  await app.register(async (scope) => healthRoutes(scope, ctx));
+  await app.register(async (scope) => metricsRoutes(scope, ctx));
+  await app.register(async (scope) => statusRoutes(scope, ctx));
+  await app.register(async (scope) => queryRoutes(scope, ctx));
+};
+
+function onCatalogueEvent(ctx: ShimContext, logger: Logger, event: CatalogueEvent): void {
+  if (event.kind === 'rejected') {
+    ctx.metrics.reloads.inc({ result: 'rejected' });
+    logger.error({ file: event.file, reason: describeError(event.error) }, 'catalogue reload rejected; the previous catalogue keeps serving');
+    return;
+  }
+  ctx.metrics.reloads.inc({ result: 'applied' });
+  ctx.executor.invalidate([...event.changed, ...event.removed]);
+  for (const name of event.removed) {
+    ctx.metrics.forgetQuery(name);
+    ctx.status.forget(name);
+  }
+  logger.info({ changed: event.changed, removed: event.removed }, 'catalogue reloaded');
+}
+
+/**
+ * Builds (does not start) the shim's Fastify instance. server.ts listens;
+ * tests use `app.inject()`. TLS, when configured, is set here because Fastify
+ * fixes its server type at construction.
+ */
+export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
+  const logger = deps.logger ?? silentLogger();
+  const clock = deps.clock ?? systemClock;
+  const shim = deps.config.shim;
+  assertAuthConfig(shim.auth);
+  const metrics = new ShimMetrics(deps.registry);
+  const status = new StatusBoard(clock);
+  const executor = new QueryExecutor({ clickhouse: deps.clickhouse, clock, logger, metrics, status, cacheMaxKeys: shim.cacheMaxKeys });
+  const ctx: ShimContext = {
+    catalogue: deps.catalogue,
+    clickhouse: deps.clickhouse,
+    shim,
+    executor,
+    metrics,
+    status,
+    lifecycle: { state: 'starting' },
+  };
+  const https = shim.tls ? { cert: readFileSync(shim.tls.certFile), key: readFileSync(shim.tls.keyFile) } : null;
+  // The https option changes Fastify's server generic; routes do not care which server carries them.
+  const app = Fastify({
+    loggerInstance: logger,
+    // KEDA polls every few seconds: per-request info logs are noise, and URLs may carry api_key.
+    disableRequestLogging: true,
+    ...(https ? { https } : {}),
+  }) as unknown as FastifyInstance;
+  app.decorate('shim', ctx);
+  const unsubscribe = deps.catalogue.subscribe((event) => onCatalogueEvent(ctx, logger, event));
+  app.addHook('onListen', async () => {
+    ctx.lifecycle.state = 'listening';
+  });
+  app.addHook('preClose', async () => {
+    ctx.lifecycle.state = 'closing';
+  });
+  app.addHook('onClose', async () => unsubscribe());
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.debug({ path: request.url.split('?')[0], status: reply.statusCode, ms: reply.elapsedTime }, 'answered');
+  });
+  await app.register(shimPlugin, { ctx });
+  return app;
+}

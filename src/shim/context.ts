@@ -1,0 +1,18 @@
+import type { CatalogueProvider } from '../catalogue/types.js';
+import type { ClickHouseHandle } from '../clickhouse/client.js';
+import type { ShimConfig } from '../config/load.js';
+import type { QueryExecutor } from './executor.js';
+import type { ShimMetrics } from './metrics.js';
+import type { StatusBoard } from './status-board.js';
+
+/** What the routes share; built once by app.ts. */
+export interface ShimContext {
+  readonly catalogue: CatalogueProvider;
+  readonly clickhouse: Pick<ClickHouseHandle, 'backend' | 'target' | 'client'>;
+  readonly shim: ShimConfig;
+  readonly executor: QueryExecutor;
+  readonly metrics: ShimMetrics;
+  readonly status: StatusBoard;
+  /** Lifecycle: `starting` until the server listens, `listening` after, `closing` once close begins. */
+  readonly lifecycle: { state: 'starting' | 'listening' | 'closing' };
+}

@@ -1,0 +1,166 @@
+import { LRUCache } from 'lru-cache';
+import type { CompiledQuery } from '../catalogue/types.js';
+import type { ClickHouseHandle } from '../clickhouse/client.js';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../log.js';
+import { missedHold, onFailure, reusable, type Answer, type GoodValue } from './decision.js';
+import { fly, type FlightOutcome, type FlightReport } from './flight.js';
+import { cacheKey, type DeclaredParams } from './key.js';
+import type { FailSafeReason, ShimMetrics } from './metrics.js';
+import type { StatusBoard } from './status-board.js';
+import { servedValue } from './value.js';
+
+/**
+ * The fail-safe query path (SPEC §4): reuse a young value, else join or start
+ * the one ClickHouse query for the key, wait at most `deadline_ms`, and fall
+ * back per decision.ts. A query that outlives the deadline keeps running and
+ * refreshes the cache when it lands.
+ */
+export interface ExecutorOptions {
+  /** Read at every query start, so a swapped client is picked up. */
+  readonly clickhouse: Pick<ClickHouseHandle, 'client'>;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly metrics: ShimMetrics;
+  readonly status: StatusBoard;
+  /** Bound of the last-good cache (LRU), default 10 000 keys. */
+  readonly cacheMaxKeys?: number;
+}
+
+interface CacheEntry extends GoodValue {
+  readonly query: string;
+}
+
+interface Flight {
+  readonly promise: Promise<FlightOutcome>;
+}
+
+/** Failures of one key are logged at most this often. */
+export const FAILURE_LOG_INTERVAL_MS = 60_000;
+
+export class QueryExecutor {
+  private readonly cache: LRUCache<string, CacheEntry>;
+  private readonly inflight = new Map<string, Flight>();
+  /** Bumped when a query changes or goes, so a flight of the old definition cannot write the cache. */
+  private readonly epochs = new Map<string, number>();
+  private readonly lastLoggedMs: LRUCache<string, number>;
+  private readonly warnedNoHold = new Set<string>();
+  private started = 0;
+
+  constructor(private readonly options: ExecutorOptions) {
+    const max = options.cacheMaxKeys ?? 10_000;
+    this.cache = new LRUCache({ max });
+    this.lastLoggedMs = new LRUCache({ max });
+  }
+
+  /** ClickHouse queries started so far (tests and /status). */
+  get queriesStarted(): number {
+    return this.started;
+  }
+
+  get cacheSize(): number {
+    return this.cache.size;
+  }
+
+  async answer(query: CompiledQuery, params: DeclaredParams, hold: number | undefined): Promise<Answer> {
+    const key = cacheKey(query.name, query.params, params);
+    const reused = reusable(this.cache.get(key), query, this.options.clock.nowMs());
+    if (reused !== undefined) return this.served(query, reused);
+    const flight = this.inflight.get(key) ?? this.start(key, query, params);
+    const outcome = await settleWithin(flight.promise, query.deadlineMs);
+    if (outcome.kind === 'ok') return this.served(query, { source: 'fresh', value: outcome.value, ageSeconds: 0 });
+    const reason: FailSafeReason = outcome.kind === 'deadline' ? 'deadline' : outcome.reason;
+    const message = outcome.kind === 'deadline' ? `no answer within deadline_ms=${query.deadlineMs}; the query keeps running` : outcome.message;
+    const answer = onFailure(this.cache.get(key), query, this.options.clock.nowMs(), hold);
+    this.options.metrics.failsafeAnswers.inc({ query: query.name, reason });
+    this.logFailure(key, query, params, reason, message, answer);
+    if (answer.source === 'last_good' && missedHold(query, hold)) this.warnNoHold(query);
+    return this.served(query, answer);
+  }
+
+  /** Drops cache entries (and in-flight joins) of queries that changed or went. */
+  invalidate(names: Iterable<string>): void {
+    const gone = new Set(names);
+    if (gone.size === 0) return;
+    for (const name of gone) {
+      this.epochs.set(name, (this.epochs.get(name) ?? 0) + 1);
+      this.warnedNoHold.delete(name);
+    }
+    for (const [key, entry] of this.cache.entries()) if (gone.has(entry.query)) this.cache.delete(key);
+    for (const key of this.inflight.keys()) if (gone.has(queryOfKey(key))) this.inflight.delete(key);
+    this.options.metrics.cacheEntries.set(this.cache.size);
+  }
+
+  private start(key: string, query: CompiledQuery, params: DeclaredParams): Flight {
+    const { metrics, status, clock } = this.options;
+    const epoch = this.epochs.get(query.name) ?? 0;
+    this.started += 1;
+    metrics.inflight.inc();
+    const promise = fly(this.options.clickhouse.client, query, params).then((report: FlightReport) => {
+      metrics.inflight.dec();
+      if (this.inflight.get(key) === flight) this.inflight.delete(key);
+      const { outcome } = report;
+      metrics.queryDuration.observe(
+        { query: query.name, outcome: outcome.kind === 'ok' ? 'success' : outcome.reason },
+        report.durationSeconds,
+      );
+      // Failures never write the cache; a flight of a since-changed definition neither.
+      if (outcome.kind === 'ok' && (this.epochs.get(query.name) ?? 0) === epoch) {
+        this.cache.set(key, { query: query.name, value: outcome.value, atMs: clock.nowMs() });
+        metrics.cacheEntries.set(this.cache.size);
+      }
+      if (outcome.kind === 'failed') status.failed(query.name, outcome.reason, outcome.message);
+      return outcome;
+    });
+    const flight: Flight = { promise };
+    this.inflight.set(key, flight);
+    return flight;
+  }
+
+  private served(query: CompiledQuery, answer: Answer): Answer {
+    const { metrics, status, clock } = this.options;
+    metrics.requests.inc({ query: query.name, source: answer.source });
+    metrics.servedAge.set({ query: query.name }, answer.ageSeconds);
+    if (answer.source === 'stale') return answer;
+    const value = servedValue(answer.value);
+    status.served(query.name, answer.source, value, clock.nowMs() - answer.ageSeconds * 1000);
+    return { ...answer, value };
+  }
+
+  private logFailure(key: string, query: CompiledQuery, params: DeclaredParams, reason: FailSafeReason, error: string, answer: Answer): void {
+    const now = this.options.clock.nowMs();
+    const last = this.lastLoggedMs.get(key);
+    if (last !== undefined && now - last < FAILURE_LOG_INTERVAL_MS) return;
+    this.lastLoggedMs.set(key, now);
+    const held = answer.source === 'stale' ? { source: 'stale', ageSeconds: answer.ageSeconds } : { source: answer.source, value: answer.value };
+    this.options.logger.warn({ query: query.name, params, reason, error, held }, 'query failed; answered from the fail-safe path');
+  }
+
+  private warnNoHold(query: CompiledQuery): void {
+    if (this.warnedNoHold.has(query.name)) return;
+    this.warnedNoHold.add(query.name);
+    this.options.logger.warn(
+      { query: query.name },
+      'metric_type Value query answered last-good: pass hold=<trigger target> in the URL so a failure holds the replica count',
+    );
+  }
+}
+
+function queryOfKey(key: string): string {
+  return (JSON.parse(key) as [string])[0];
+}
+
+type Settled = FlightOutcome | { readonly kind: 'deadline' };
+
+/** The flight's outcome, or `deadline` if it has not settled within `deadlineMs` (the flight goes on). */
+async function settleWithin(promise: Promise<FlightOutcome>, deadlineMs: number): Promise<Settled> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<Settled>((resolve) => {
+    timer = setTimeout(() => resolve({ kind: 'deadline' }), deadlineMs);
+  });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

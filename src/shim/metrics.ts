@@ -1,0 +1,77 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * The shim's Prometheus metrics (SPEC §5), on its own Registry. Label values
+ * are catalogue query names and the fixed words below only — never request
+ * input — so series are bounded by the catalogue.
+ */
+export const PREFIX = 'dfe_keda_shim_';
+
+export const REQUEST_SOURCES = ['fresh', 'last_good', 'cold_hold', 'hold', 'stale', 'bad_request'] as const;
+export type RequestSource = (typeof REQUEST_SOURCES)[number];
+
+export const QUERY_OUTCOMES = ['success', 'error', 'timeout', 'bad_result'] as const;
+export type QueryOutcome = (typeof QUERY_OUTCOMES)[number];
+
+/** Why an answer did not come fresh from ClickHouse. */
+export const FAILSAFE_REASONS = ['error', 'timeout', 'bad_result', 'deadline'] as const;
+export type FailSafeReason = (typeof FAILSAFE_REASONS)[number];
+
+export type ReloadResult = 'applied' | 'rejected';
+
+export class ShimMetrics {
+  readonly requests: Counter<'query' | 'source'>;
+  readonly queryDuration: Histogram<'query' | 'outcome'>;
+  readonly failsafeAnswers: Counter<'query' | 'reason'>;
+  readonly servedAge: Gauge<'query'>;
+  readonly cacheEntries: Gauge;
+  readonly inflight: Gauge;
+  readonly reloads: Counter<'result'>;
+
+  constructor(readonly registry: Registry = new Registry()) {
+    const registers = [registry];
+    // Process metrics keep their standard names (process_*, nodejs_*) so stock dashboards work.
+    collectDefaultMetrics({ register: registry });
+    this.requests = new Counter({
+      name: `${PREFIX}requests_total`,
+      help: 'Query answers by query and source (fresh, last_good, cold_hold, hold, stale, bad_request).',
+      labelNames: ['query', 'source'],
+      registers,
+    });
+    this.queryDuration = new Histogram({
+      name: `${PREFIX}clickhouse_query_duration_seconds`,
+      help: 'ClickHouse query duration by query and outcome (success, error, timeout, bad_result).',
+      labelNames: ['query', 'outcome'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.failsafeAnswers = new Counter({
+      name: `${PREFIX}failsafe_answers_total`,
+      help: 'Answers not fresh from ClickHouse, by query and reason (error, timeout, bad_result, deadline).',
+      labelNames: ['query', 'reason'],
+      registers,
+    });
+    this.servedAge = new Gauge({
+      name: `${PREFIX}served_value_age_seconds`,
+      help: 'Age of the value last served for the query (0 for fresh and for held targets).',
+      labelNames: ['query'],
+      registers,
+    });
+    this.cacheEntries = new Gauge({ name: `${PREFIX}cache_entries`, help: 'Last-good cache entries.', registers });
+    this.inflight = new Gauge({ name: `${PREFIX}inflight_queries`, help: 'ClickHouse queries in flight.', registers });
+    this.reloads = new Counter({
+      name: `${PREFIX}catalogue_reloads_total`,
+      help: 'Catalogue reloads by result (applied, rejected).',
+      labelNames: ['result'],
+      registers,
+    });
+  }
+
+  /** Drops every series of a query the catalogue no longer has. */
+  forgetQuery(query: string): void {
+    for (const source of REQUEST_SOURCES) this.requests.remove({ query, source });
+    for (const outcome of QUERY_OUTCOMES) this.queryDuration.remove({ query, outcome });
+    for (const reason of FAILSAFE_REASONS) this.failsafeAnswers.remove({ query, reason });
+    this.servedAge.remove({ query });
+  }
+}

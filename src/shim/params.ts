@@ -1,0 +1,57 @@
+import type { CompiledQuery } from '../catalogue/types.js';
+import { DfeError, showValue } from '../errors.js';
+import type { DeclaredParams } from './key.js';
+
+/** SPEC §3: 1–253 chars of `[A-Za-z0-9_.:-]` (a Kubernetes name fits). */
+export const PARAM_VALUE = /^[A-Za-z0-9_.:-]{1,253}$/;
+
+/** Request params with a meaning of their own; never bound, never part of a cache key. */
+export const RESERVED_PARAMS: readonly string[] = Object.freeze(['hold', 'api_key']);
+
+/** A request's query string as Fastify parses it. */
+export type RawQueryString = Readonly<Record<string, unknown>>;
+
+/**
+ * The declared params of `query`, validated. All are required; undeclared ones
+ * are ignored. A bad or missing value is a PARAM_INVALID (HTTP 400) and never
+ * reaches ClickHouse.
+ */
+export function validateParams(query: CompiledQuery, raw: RawQueryString): DeclaredParams {
+  const out: Record<string, string> = {};
+  for (const name of query.params) {
+    const value = raw[name];
+    if (value === undefined) {
+      throw new DfeError('PARAM_INVALID', `missing required parameter ${name}`, { query: query.name, key: name });
+    }
+    if (typeof value !== 'string' || !PARAM_VALUE.test(value)) {
+      throw new DfeError(
+        'PARAM_INVALID',
+        `parameter ${name}=${showValue(value)} must be 1-253 characters of [A-Za-z0-9_.:-] (given once)`,
+        { query: query.name, key: name, value },
+      );
+    }
+    out[name] = value;
+  }
+  return Object.freeze(out);
+}
+
+const NUMBER_TEXT = /^(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
+
+/**
+ * The `hold` target of a `metric_type: Value` trigger (SPEC §4.4): absent, or a
+ * finite number ≥ 0. Anything else is a 400 — a typo in a ScaledObject must
+ * show, not silently fall back to last-good.
+ */
+export function parseHold(query: CompiledQuery, raw: RawQueryString): number | undefined {
+  const value = raw.hold;
+  if (value === undefined) return undefined;
+  if (typeof value === 'string' && NUMBER_TEXT.test(value)) {
+    const n = Number(value);
+    if (Number.isFinite(n)) return n;
+  }
+  throw new DfeError('PARAM_INVALID', `hold=${showValue(value)} must be a number >= 0 (the trigger's target)`, {
+    query: query.name,
+    key: 'hold',
+    value,
+  });
+}

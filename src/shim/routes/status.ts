@@ -1,0 +1,35 @@
+import type { FastifyInstance } from 'fastify';
+import type { ShimContext } from '../context.js';
+
+/** JSON for operators: where the shim points (no credentials), what it loaded, how each query fares. */
+export async function statusRoutes(app: FastifyInstance, ctx: ShimContext): Promise<void> {
+  app.get('/status', async () => {
+    const catalogue = ctx.catalogue.current();
+    const queries: Record<string, unknown> = {};
+    for (const [name, query] of catalogue.queries) {
+      queries[name] = { metric_type: query.metricType, params: query.params, ...snake(ctx.status.snapshot(name)) };
+    }
+    return {
+      backend: ctx.clickhouse.backend,
+      target: ctx.clickhouse.target,
+      catalogue: {
+        builtin: catalogue.source.builtinPath,
+        override: catalogue.source.overridePath ?? null,
+        override_hash: catalogue.source.overrideHash ?? null,
+        loaded_at: new Date(catalogue.loadedAtMs).toISOString(),
+      },
+      cache_entries: ctx.executor.cacheSize,
+      clickhouse_queries_started: ctx.executor.queriesStarted,
+      queries,
+    };
+  });
+}
+
+function snake(status: ReturnType<ShimContext['status']['snapshot']>) {
+  return {
+    last_value: status.lastValue,
+    last_source: status.lastSource,
+    age_seconds: status.ageSeconds,
+    last_error: status.lastError,
+  };
+}
