@@ -1,0 +1,61 @@
+# syntax=docker/dockerfile:1
+#
+# Production image of dfe-keda-shim and dfe-hunt-runner.
+#   docker build -t dfe-keda-shim .
+#   docker run --rm -p 8080:8080 -e DFE_CLICKHOUSE_URL=http://clickhouse:8123 dfe-keda-shim
+#   docker run --rm dfe-keda-shim dfe-hunt-runner materialise --hunts /etc/dfe/hunts
+#
+# Node 22 is the current LTS line here (Node 20 is past end of life; the code still runs on it).
+ARG NODE_IMAGE=node:22-slim
+
+# ---- build: compile TypeScript to dist/ ----------------------------------------------------
+FROM ${NODE_IMAGE} AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+# `npm ci` refuses a lockfile that does not list chdb's packages for other platforms, so the
+# committed lockfile is installed with `npm install`. Install scripts are skipped: the build
+# only needs tsc and type definitions, not chdb's native engine.
+RUN npm install --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+# Only src/ is compiled into the image (bench/ and test/ stay out of the build context).
+COPY src ./src
+RUN npm run build
+
+# ---- runtime -------------------------------------------------------------------------------
+FROM ${NODE_IMAGE} AS runtime
+# tini is PID 1: it forwards SIGTERM to node (which then drains and exits 0) and reaps zombies.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends tini \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /app
+# Production dependencies only, from the committed lockfile. chdb is a devDependency, so the
+# image has no embedded ClickHouse; DFE_CLICKHOUSE_BACKEND=server below turns a missing server
+# setting into a startup error instead of a silent in-process database.
+COPY package.json package-lock.json ./
+RUN npm install --omit=dev --ignore-scripts --no-audit --no-fund \
+ && npm cache clean --force \
+ && test ! -e node_modules/chdb
+
+COPY --from=build /src/dist/src ./dist/src
+COPY queries ./queries
+COPY examples ./examples
+# Both programs on PATH without `npm link`: tiny wrappers that exec node on the built entry.
+COPY scripts/image/dfe-keda-shim scripts/image/dfe-hunt-runner /usr/local/bin/
+RUN chmod 0755 /usr/local/bin/dfe-keda-shim /usr/local/bin/dfe-hunt-runner
+
+# Read-only root filesystem: nothing writes outside /tmp (mount an emptyDir there).
+ENV NODE_ENV=production \
+    HOME=/tmp \
+    NPM_CONFIG_CACHE=/tmp/.npm \
+    DFE_APP_DIR=/app \
+    DFE_CLICKHOUSE_BACKEND=server \
+    DFE_HUNTS_DIR=/etc/dfe/hunts \
+    DFE_KEDA_SHIM_PORT=8080 \
+    DFE_HUNT_RUNNER_METRICS_PORT=9464
+
+# uid 1000 is the `node` user of the official image; numeric so runAsNonRoot can verify it.
+USER 1000:1000
+EXPOSE 8080 9464
+ENTRYPOINT ["/usr/bin/tini", "--"]
+CMD ["dfe-keda-shim", "run"]

@@ -1,0 +1,239 @@
+{{/* Names ------------------------------------------------------------------------------ */}}
+
+{{- define "dfe-keda-shim.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "dfe-keda-shim.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "<fullname>-<suffix>", kept within the 63-character name limit. */}}
+{{- define "dfe-keda-shim.componentName" -}}
+{{- $base := include "dfe-keda-shim.fullname" .root | trunc (int (sub 62 (len .suffix))) | trimSuffix "-" -}}
+{{- printf "%s-%s" $base .suffix -}}
+{{- end -}}
+
+{{- define "dfe-keda-shim.shimName" -}}
+{{- include "dfe-keda-shim.componentName" (dict "root" . "suffix" "shim") -}}
+{{- end -}}
+
+{{- define "dfe-keda-shim.runnerName" -}}
+{{- include "dfe-keda-shim.componentName" (dict "root" . "suffix" "hunt-runner") -}}
+{{- end -}}
+
+{{/* Labels ----------------------------------------------------------------------------- */}}
+
+{{/* All labels of one component's objects: (dict "root" $ "component" "shim") */}}
+{{- define "dfe-keda-shim.labels" -}}
+{{ include "dfe-keda-shim.selectorLabels" . }}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+app.kubernetes.io/part-of: dfe-keda-shim
+{{- if .root.Chart.AppVersion }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+{{- end }}
+{{- with .root.Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Selector labels of one component: (dict "root" $ "component" "shim") */}}
+{{- define "dfe-keda-shim.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "dfe-keda-shim.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* Image and security ------------------------------------------------------------------ */}}
+
+{{- define "dfe-keda-shim.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/* Pod-level settings shared by every pod: no service links (they inject
+     DFE_KEDA_SHIM_PORT=tcp://…), no API token, non-root. */}}
+{{- define "dfe-keda-shim.podCommon" -}}
+enableServiceLinks: false
+automountServiceAccountToken: false
+securityContext:
+  {{- toYaml .Values.podSecurityContext | nindent 2 }}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{- define "dfe-keda-shim.containerSecurityContext" -}}
+{{- toYaml .Values.containerSecurityContext -}}
+{{- end -}}
+
+{{- define "dfe-keda-shim.tmpVolume" -}}
+- name: tmp
+  emptyDir:
+    sizeLimit: {{ .Values.tmpSizeLimit }}
+{{- end -}}
+
+{{/* ClickHouse ------------------------------------------------------------------------- */}}
+
+{{/* Env of the ClickHouse connection for one program:
+     (dict "root" $ "credentials" .Values.kedaShim.clickhouse) — empty fields inherit clickhouse.* */}}
+{{- define "dfe-keda-shim.clickhouseEnv" -}}
+{{- $ch := .root.Values.clickhouse -}}
+{{- $own := .credentials | default dict -}}
+{{- $username := $own.username | default $ch.username -}}
+{{- $secret := $own.existingSecret | default $ch.existingSecret -}}
+{{- $secretKey := $own.existingSecretKey | default $ch.existingSecretKey | default "password" -}}
+{{- if not (or $ch.url $ch.host) }}
+{{- fail "clickhouse.url or clickhouse.host is required: the image has no embedded ClickHouse" }}
+{{- end }}
+- name: DFE_CLICKHOUSE_BACKEND
+  value: server
+{{- if $ch.url }}
+- name: DFE_CLICKHOUSE_URL
+  value: {{ $ch.url | quote }}
+{{- else }}
+- name: DFE_CLICKHOUSE_HOST
+  value: {{ $ch.host | quote }}
+- name: DFE_CLICKHOUSE_PORT
+  value: {{ $ch.port | quote }}
+- name: DFE_CLICKHOUSE_SECURE
+  value: {{ $ch.secure | quote }}
+{{- end }}
+- name: DFE_CLICKHOUSE_VERIFY
+  value: {{ $ch.verify | quote }}
+- name: DFE_CLICKHOUSE_USERNAME
+  value: {{ $username | quote }}
+{{- if $secret }}
+- name: DFE_CLICKHOUSE_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret | quote }}
+      key: {{ $secretKey | quote }}
+{{- end }}
+- name: DFE_CLICKHOUSE_DATA_DATABASE
+  value: {{ $ch.dataDatabase | quote }}
+{{- with $ch.otelDatabase }}
+- name: DFE_KEDA_SHIM_OTEL_DATABASE
+  value: {{ . | quote }}
+{{- end }}
+- name: DFE_CLICKHOUSE_TOPOLOGY
+  value: {{ $ch.topology | quote }}
+- name: LOG_LEVEL
+  value: {{ .root.Values.logLevel | quote }}
+{{- end -}}
+
+{{/* Hunts ------------------------------------------------------------------------------ */}}
+
+{{- define "dfe-keda-shim.huntsConfigMapName" -}}
+{{- include "dfe-keda-shim.componentName" (dict "root" . "suffix" "hunts") -}}
+{{- end -}}
+
+{{/* Where the programs read hunts: the ConfigMap mount, or git-sync's link. */}}
+{{- define "dfe-keda-shim.huntsDir" -}}
+{{- if .Values.huntRunner.gitSync.enabled -}}
+{{- $sub := .Values.huntRunner.gitSync.subPath | trimPrefix "/" | trimSuffix "/" -}}
+{{- if $sub -}}/git/hunts/{{ $sub }}{{- else -}}/git/hunts{{- end -}}
+{{- else -}}
+/etc/dfe/hunts
+{{- end -}}
+{{- end -}}
+
+{{- define "dfe-keda-shim.huntsVolumes" -}}
+{{- if .Values.huntRunner.gitSync.enabled }}
+- name: git
+  emptyDir: {}
+{{- else }}
+- name: hunts
+  configMap:
+    name: {{ include "dfe-keda-shim.huntsConfigMapName" . }}
+{{- end }}
+{{- end -}}
+
+{{- define "dfe-keda-shim.huntsMount" -}}
+{{- if .Values.huntRunner.gitSync.enabled }}
+- name: git
+  mountPath: /git
+  readOnly: true
+{{- else }}
+- name: hunts
+  mountPath: /etc/dfe/hunts
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/* A git-sync container: (dict "root" $ "name" "git-sync" "oneTime" true) */}}
+{{- define "dfe-keda-shim.gitSyncContainer" -}}
+{{- $gs := .root.Values.huntRunner.gitSync -}}
+{{- if not $gs.repo }}
+{{- fail "huntRunner.gitSync.repo is required when huntRunner.gitSync.enabled is true" }}
+{{- end }}
+- name: {{ .name }}
+  image: {{ printf "%s:%s" $gs.image.repository $gs.image.tag | quote }}
+  imagePullPolicy: {{ $gs.image.pullPolicy }}
+  env:
+    - name: GITSYNC_REPO
+      value: {{ $gs.repo | quote }}
+    - name: GITSYNC_REF
+      value: {{ $gs.ref | quote }}
+    - name: GITSYNC_ROOT
+      value: /git
+    # The runner reads /git/hunts: git-sync swaps this symlink atomically on each pull.
+    - name: GITSYNC_LINK
+      value: hunts
+    - name: GITSYNC_PERIOD
+      value: {{ printf "%vs" $gs.periodSeconds | quote }}
+    - name: GITSYNC_ONE_TIME
+      value: {{ .oneTime | quote }}
+    - name: HOME
+      value: /tmp
+  {{- with $gs.existingSecret }}
+  envFrom:
+    - secretRef:
+        name: {{ . | quote }}
+  {{- end }}
+  securityContext:
+    {{- include "dfe-keda-shim.containerSecurityContext" .root | nindent 4 }}
+  resources:
+    {{- toYaml $gs.resources | nindent 4 }}
+  volumeMounts:
+    - name: git
+      mountPath: /git
+    - name: tmp
+      mountPath: /tmp
+{{- end -}}
+
+{{/* Shim address and auth ---------------------------------------------------------------- */}}
+
+{{- define "dfe-keda-shim.shimAddress" -}}
+{{- $configured := .Values.huntRunner.autoscaling.shimAddress | trimSuffix "/" -}}
+{{- if $configured -}}
+{{- $configured -}}
+{{- else -}}
+{{- printf "http://%s.%s.svc.cluster.local:%v" (include "dfe-keda-shim.shimName" .) .Release.Namespace .Values.kedaShim.port -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "dfe-keda-shim.triggerAuthName" -}}
+{{- include "dfe-keda-shim.componentName" (dict "root" . "suffix" "shim-auth") -}}
+{{- end -}}
+
+{{/* KEDA metrics-api trigger metadata for the configured auth mode. */}}
+{{- define "dfe-keda-shim.authTriggerMetadata" -}}
+{{- if .Values.kedaShim.auth.enabled }}
+authMode: {{ .Values.kedaShim.auth.mode | quote }}
+{{- if eq .Values.kedaShim.auth.mode "apiKey" }}
+method: header
+keyParamName: X-API-KEY
+{{- end }}
+{{- end }}
+{{- end -}}

@@ -1,0 +1,55 @@
+{{/*
+dfe-keda-shim.pressureTriggers — the triggers an app's ScaledObject includes to scale on its
+scaling_pressure gauge (SPEC §6) through the shim, with CPU as the default trigger beside it.
+KEDA takes the higher of the two.
+
+  triggers:
+    {{- include "dfe-keda-shim.pressureTriggers" (dict
+          "service" "dfe-loader"
+          "shimAddress" "http://dfe-keda-shim-shim.dfe.svc.cluster.local:8080"
+          "target" 70) | nindent 4 }}
+
+Parameters:
+  service            ServiceName of the app's gauge rows (required)
+  shimAddress        base URL of the shim (required)
+  target             pressure target, 0-100 (default 70)
+  cpu                false to leave out the CPU trigger (default true)
+  cpuUtilization     CPU utilisation target, percent (default 70)
+  authenticationRef  name of a TriggerAuthentication when the shim has auth on (optional)
+  authMode           bearer | apiKey | basic, with authenticationRef (optional)
+
+The pressure trigger is `metricType: Value` (desired = ceil(current × value / target)). A
+frozen Value would keep scaling, so the URL carries `hold` = the target: on a ClickHouse
+failure the shim answers exactly the target, the neutral value that keeps the current count.
+*/}}
+{{- define "dfe-keda-shim.pressureTriggers" -}}
+{{- $service := required "dfe-keda-shim.pressureTriggers: service is required" .service -}}
+{{- $shim := required "dfe-keda-shim.pressureTriggers: shimAddress is required" .shimAddress | trimSuffix "/" -}}
+{{- $target := 70 -}}
+{{- if hasKey . "target" }}{{ $target = .target }}{{ end -}}
+{{- $cpuUtilization := 70 -}}
+{{- if hasKey . "cpuUtilization" }}{{ $cpuUtilization = .cpuUtilization }}{{ end -}}
+{{- $cpu := true -}}
+{{- if hasKey . "cpu" }}{{ $cpu = .cpu }}{{ end -}}
+{{- if $cpu }}
+- type: cpu
+  name: cpu
+  metricType: Utilization
+  metadata:
+    value: {{ $cpuUtilization | toString | quote }}
+{{- end }}
+- type: metrics-api
+  name: scaling-pressure
+  metricType: Value
+  metadata:
+    targetValue: {{ $target | toString | quote }}
+    url: {{ printf "%s/keda/pressure?service=%s&hold=%v" $shim ($service | urlquery) $target | quote }}
+    valueLocation: "value"
+    {{- with .authMode }}
+    authMode: {{ . | quote }}
+    {{- end }}
+  {{- with .authenticationRef }}
+  authenticationRef:
+    name: {{ . }}
+  {{- end }}
+{{- end -}}

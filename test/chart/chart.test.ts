@@ -1,0 +1,309 @@
+/**
+ * The Helm chart, rendered by the real helm over a values matrix, every object validated by
+ * kubeconform -strict against the Kubernetes and KEDA schemas, and the fields that matter
+ * asserted on the parsed output.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { CHART, KUBE_VERSION, byKind, helmTemplate, kubeconform, missing, prepareSchemas, run, tools, type Manifest } from './tools.js';
+
+const CH = { clickhouse: { url: 'https://clickhouse.example:8443', existingSecret: 'ch-password' } };
+
+/** The values matrix; each case is linted, rendered and validated. */
+const MATRIX: Record<string, object> = {
+  defaults: {},
+  'autoscaling on, min 0, fallback': {
+    ...CH,
+    huntRunner: { autoscaling: { enabled: true, minReplicaCount: 0, maxReplicaCount: 7, targetBacklog: 4, cooldownPeriod: 120, pollingInterval: 15, fallback: { enabled: true } } },
+  },
+  'override catalogue + hunts': {
+    ...CH,
+    kedaShim: {
+      queryOverride: {
+        pressure: { timeout_seconds: 3 },
+        errors_per_minute: { database: 'data', sql: 'SELECT count() FROM __DB__.errors', clamp_min: 0 },
+      },
+    },
+    huntRunner: {
+      hunts: {
+        'brute-force-ssh': {
+          schedule: { mode: 'rate', interval: '5m' },
+          queries: ['INSERT INTO dfe.detections SELECT 1 WHERE {window}'],
+          window_column: '_timestamp_load',
+          settings: { max_memory_usage: 4000000000 },
+        },
+      },
+    },
+  },
+  'git-sync hunts': {
+    ...CH,
+    huntRunner: { gitSync: { enabled: true, repo: 'https://git.example/hunts.git', subPath: 'hunts/prod', existingSecret: 'git-creds' } },
+  },
+  'auth on (basic) with autoscaling': {
+    ...CH,
+    kedaShim: { auth: { enabled: true, mode: 'basic', existingSecret: 'shim-auth' } },
+    huntRunner: { autoscaling: { enabled: true } },
+  },
+  'auth apiKey, network policy, separate users': {
+    ...CH,
+    kedaShim: {
+      auth: { enabled: true, mode: 'apiKey', existingSecret: 'shim-auth' },
+      networkPolicy: { enabled: true, scraper: { namespace: 'monitoring', podSelector: { 'app.kubernetes.io/name': 'prometheus' } } },
+      clickhouse: { username: 'dfe_keda_shim', existingSecret: 'shim-ch' },
+    },
+    huntRunner: { clickhouse: { username: 'dfe_hunt_runner' }, autoscaling: { enabled: true } },
+  },
+  'runner only': { ...CH, kedaShim: { enabled: false } },
+};
+
+const skip = missing('helm');
+const skipValidation = skip ?? missing('kubeconform', 'openApiSpec', 'crdsDir');
+
+const rendered = new Map<string, ReturnType<typeof helmTemplate>>();
+const render = (name: string) => {
+  let hit = rendered.get(name);
+  if (!hit) {
+    hit = helmTemplate(MATRIX[name]!);
+    rendered.set(name, hit);
+  }
+  return hit;
+};
+
+const one = (manifests: Manifest[], kind: string, nameSuffix: string): Manifest => {
+  const found = manifests.filter((m) => m.kind === kind && m.metadata.name.endsWith(nameSuffix));
+  expect(found, `${kind} *${nameSuffix}`).toHaveLength(1);
+  return found[0]!;
+};
+const podSpec = (m: Manifest) => m.spec.template.spec;
+const container = (m: Manifest, name: string) => podSpec(m).containers.find((c: { name: string }) => c.name === name);
+const envOf = (c: { env: { name: string; value?: string; valueFrom?: unknown }[] }) => Object.fromEntries(c.env.map((e) => [e.name, e.value ?? e.valueFrom]));
+
+describe.skipIf(skip)('helm chart', () => {
+  it('passes helm lint for every values case', () => {
+    for (const [name, values] of Object.entries(MATRIX)) {
+      const result = run(tools.helm!, ['lint', CHART, '--strict', '--kube-version', KUBE_VERSION, '--values', '-'], JSON.stringify(values));
+      expect(result.status, `${name}: ${result.stdout}${result.stderr}`).toBe(0);
+    }
+  });
+
+  describe.skipIf(skipValidation)('kubeconform', () => {
+    let schemaLocation = '';
+    beforeAll(() => {
+      schemaLocation = prepareSchemas();
+    });
+
+    it.each(Object.keys(MATRIX))('validates every object of "%s" strictly', (name) => {
+      const { yaml, manifests } = render(name);
+      const result = kubeconform(schemaLocation, yaml);
+      const bad = result.resources.filter((r) => r.status !== 'statusValid');
+      expect(bad, result.raw).toEqual([]);
+      expect(result.status, result.raw).toBe(0);
+      // Every object was checked against a schema, none skipped for lack of one.
+      expect(result.resources.map((r) => `${r.kind}/${r.name}`).sort()).toEqual(manifests.map((m) => `${m.kind}/${m.metadata.name}`).sort());
+    });
+
+    it('rejects what the schemas forbid (the check is not vacuous)', () => {
+      const { manifests } = render('autoscaling on, min 0, fallback');
+      const deployment = structuredClone(one(manifests, 'Deployment', '-shim'));
+      deployment.spec.replica = 2; // typo of replicas
+      const scaled = structuredClone(one(manifests, 'ScaledObject', '-hunt-runner'));
+      scaled.spec.triggers[0].metadata.targetValue = 4; // KEDA wants strings in trigger metadata
+      const job = structuredClone(one(manifests, 'Job', '-materialise'));
+      job.spec.template.spec.containers[0].securityContext.readOnlyRootFs = true;
+      const stream = [deployment, scaled, job].map((m) => JSON.stringify(m)).join('\n---\n');
+      const result = kubeconform(schemaLocation, stream);
+      expect(result.status).not.toBe(0);
+      expect(result.resources.filter((r) => r.status === 'statusInvalid').map((r) => r.kind).sort()).toEqual(['Deployment', 'Job', 'ScaledObject']);
+    });
+  });
+
+  it('defaults: one runner replica, no ScaledObject, the materialise hook Job', () => {
+    const { manifests } = render('defaults');
+    const runner = one(manifests, 'Deployment', '-hunt-runner');
+    expect(runner.spec.replicas).toBe(1);
+    expect(byKind(manifests, 'ScaledObject')).toEqual([]);
+    const job = one(manifests, 'Job', '-materialise');
+    expect(job.metadata.annotations).toMatchObject({
+      'helm.sh/hook': 'post-install,post-upgrade',
+      'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded',
+    });
+    expect(container(job, 'materialise').args).toEqual(['dfe-hunt-runner', 'materialise']);
+    expect(podSpec(job).initContainers.map((c: { args: string[] }) => c.args)).toEqual([['dfe-hunt-runner', 'schema', '--apply']]);
+    // The Job reads the same hunts as the runner.
+    expect(envOf(container(job, 'materialise')).DFE_HUNTS_DIR).toBe(envOf(container(runner, 'hunt-runner')).DFE_HUNTS_DIR);
+    expect(podSpec(job).volumes).toContainEqual(podSpec(runner).volumes.find((v: { name: string }) => v.name === 'hunts'));
+    // Probes on the metrics port.
+    const hr = container(runner, 'hunt-runner');
+    expect(hr.ports).toEqual([{ name: 'metrics', containerPort: 9464, protocol: 'TCP' }]);
+    expect(hr.livenessProbe.httpGet).toEqual({ path: '/livez', port: 'metrics' });
+    expect(hr.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
+  });
+
+  it('autoscaling on: no replicas field, a ScaledObject with the values given, 0 rendered as 0', () => {
+    const { manifests } = render('autoscaling on, min 0, fallback');
+    const runner = one(manifests, 'Deployment', '-hunt-runner');
+    expect('replicas' in runner.spec).toBe(false);
+    const scaled = one(manifests, 'ScaledObject', '-hunt-runner');
+    expect(scaled.spec).toMatchObject({
+      scaleTargetRef: { name: runner.metadata.name },
+      minReplicaCount: 0,
+      maxReplicaCount: 7,
+      cooldownPeriod: 120,
+      pollingInterval: 15,
+      fallback: { failureThreshold: 3, replicas: 1, behavior: 'currentReplicas' },
+    });
+    expect(scaled.spec.triggers).toEqual([
+      {
+        type: 'metrics-api',
+        name: 'hunt-backlog',
+        metricType: 'AverageValue',
+        metadata: { targetValue: '4', url: 'http://rel-dfe-keda-shim-shim.dfe.svc.cluster.local:8080/keda/hunt-backlog', valueLocation: 'value' },
+      },
+    ]);
+    // The URL names the Service the chart renders.
+    expect(byKind(manifests, 'Service').map((s) => s.metadata.name)).toContain('rel-dfe-keda-shim-shim');
+  });
+
+  it('override catalogue: a ConfigMap mounted as a directory where DFE_KEDA_SHIM_QUERY_CONFIG points, with a checksum', () => {
+    const { manifests } = render('override catalogue + hunts');
+    const configMap = one(manifests, 'ConfigMap', '-query-override');
+    const catalogue = parse(configMap.data['queries.yaml']);
+    expect(catalogue).toEqual({
+      queries: {
+        pressure: { timeout_seconds: 3 },
+        errors_per_minute: { database: 'data', sql: 'SELECT count() FROM __DB__.errors', clamp_min: 0 },
+      },
+    });
+    const shim = one(manifests, 'Deployment', '-shim');
+    const configPath = envOf(container(shim, 'shim')).DFE_KEDA_SHIM_QUERY_CONFIG as string;
+    const volume = podSpec(shim).volumes.find((v: { configMap?: { name: string } }) => v.configMap?.name === configMap.metadata.name);
+    const mount = container(shim, 'shim').volumeMounts.find((m: { name: string }) => m.name === volume.name);
+    expect(mount.subPath).toBeUndefined(); // subPath mounts never see ConfigMap updates
+    expect(mount.readOnly).toBe(true);
+    expect(configPath).toBe(`${mount.mountPath}/queries.yaml`);
+    expect(shim.spec.template.metadata.annotations['checksum/query-override']).toMatch(/^[0-9a-f]{64}$/);
+    // Another catalogue, another checksum: the Deployment rolls.
+    const other = helmTemplate({ ...CH, kedaShim: { queryOverride: { pressure: { timeout_seconds: 4 } } } }).manifests;
+    expect(one(other, 'Deployment', '-shim').spec.template.metadata.annotations['checksum/query-override']).not.toBe(
+      shim.spec.template.metadata.annotations['checksum/query-override'],
+    );
+  });
+
+  it('hunts ConfigMap: one <id>.yaml per hunt, big integers survive', () => {
+    const { manifests } = render('override catalogue + hunts');
+    const hunts = one(manifests, 'ConfigMap', '-hunts');
+    expect(Object.keys(hunts.data)).toEqual(['brute-force-ssh.yaml']);
+    expect(parse(hunts.data['brute-force-ssh.yaml'])).toEqual({
+      schedule: { mode: 'rate', interval: '5m' },
+      queries: ['INSERT INTO dfe.detections SELECT 1 WHERE {window}'],
+      window_column: '_timestamp_load',
+      settings: { max_memory_usage: 4000000000 },
+    });
+  });
+
+  it('git-sync: init clone + sidecar in the runner, a one-time clone in the Job, both reading the same dir', () => {
+    const { manifests } = render('git-sync hunts');
+    expect(byKind(manifests, 'ConfigMap').filter((c) => c.metadata.name.endsWith('-hunts'))).toEqual([]);
+    const runner = one(manifests, 'Deployment', '-hunt-runner');
+    const job = one(manifests, 'Job', '-materialise');
+    const gitEnv = (c: { env: { name: string; value: string }[] }) => Object.fromEntries(c.env.map((e) => [e.name, e.value]));
+    const init = podSpec(runner).initContainers[0];
+    const sidecar = container(runner, 'git-sync');
+    expect(gitEnv(init)).toMatchObject({ GITSYNC_REPO: 'https://git.example/hunts.git', GITSYNC_ONE_TIME: 'true', GITSYNC_ROOT: '/git', GITSYNC_LINK: 'hunts' });
+    expect(gitEnv(sidecar)).toMatchObject({ GITSYNC_ONE_TIME: 'false', GITSYNC_PERIOD: '60s' });
+    expect(sidecar.envFrom).toEqual([{ secretRef: { name: 'git-creds' } }]);
+    expect(gitEnv(podSpec(job).initContainers[0])).toMatchObject({ GITSYNC_ONE_TIME: 'true' });
+    expect(envOf(container(runner, 'hunt-runner')).DFE_HUNTS_DIR).toBe('/git/hunts/hunts/prod');
+    expect(envOf(container(job, 'materialise')).DFE_HUNTS_DIR).toBe('/git/hunts/hunts/prod');
+  });
+
+  it('auth: the Secret mounted as files, the env pointing at them, a TriggerAuthentication on the trigger', () => {
+    const { manifests } = render('auth on (basic) with autoscaling');
+    const shim = one(manifests, 'Deployment', '-shim');
+    const env = envOf(container(shim, 'shim'));
+    expect(env).toMatchObject({
+      DFE_KEDA_SHIM_AUTH_MODE: 'basic',
+      DFE_KEDA_SHIM_AUTH_USERNAME_FILE: '/etc/dfe-keda-shim/auth/username',
+      DFE_KEDA_SHIM_AUTH_PASSWORD_FILE: '/etc/dfe-keda-shim/auth/password',
+    });
+    expect(podSpec(shim).volumes).toContainEqual({ name: 'auth', secret: { secretName: 'shim-auth' } });
+    expect(container(shim, 'shim').volumeMounts).toContainEqual({ name: 'auth', mountPath: '/etc/dfe-keda-shim/auth', readOnly: true });
+    const auth = one(manifests, 'TriggerAuthentication', '-shim-auth');
+    expect(auth.spec.secretTargetRef).toEqual([
+      { parameter: 'username', name: 'shim-auth', key: 'username' },
+      { parameter: 'password', name: 'shim-auth', key: 'password' },
+    ]);
+    const trigger = one(manifests, 'ScaledObject', '-hunt-runner').spec.triggers[0];
+    expect(trigger.metadata.authMode).toBe('basic');
+    expect(trigger.authenticationRef).toEqual({ name: auth.metadata.name });
+
+    const apiKey = render('auth apiKey, network policy, separate users').manifests;
+    expect(envOf(container(one(apiKey, 'Deployment', '-shim'), 'shim')).DFE_KEDA_SHIM_AUTH_TOKEN_FILE).toBe('/etc/dfe-keda-shim/auth/token');
+    expect(one(apiKey, 'TriggerAuthentication', '-shim-auth').spec.secretTargetRef).toEqual([{ parameter: 'apiKey', name: 'shim-auth', key: 'token' }]);
+    expect(one(apiKey, 'ScaledObject', '-hunt-runner').spec.triggers[0].metadata).toMatchObject({ authMode: 'apiKey', method: 'header', keyParamName: 'X-API-KEY' });
+  });
+
+  it('separate ClickHouse users for the shim and the runner, passwords only from Secrets', () => {
+    const { manifests } = render('auth apiKey, network policy, separate users');
+    const shimEnv = envOf(container(one(manifests, 'Deployment', '-shim'), 'shim'));
+    const runnerEnv = envOf(container(one(manifests, 'Deployment', '-hunt-runner'), 'hunt-runner'));
+    expect(shimEnv.DFE_CLICKHOUSE_USERNAME).toBe('dfe_keda_shim');
+    expect(shimEnv.DFE_CLICKHOUSE_PASSWORD).toEqual({ secretKeyRef: { name: 'shim-ch', key: 'password' } });
+    expect(runnerEnv.DFE_CLICKHOUSE_USERNAME).toBe('dfe_hunt_runner');
+    expect(runnerEnv.DFE_CLICKHOUSE_PASSWORD).toEqual({ secretKeyRef: { name: 'ch-password', key: 'password' } });
+    for (const env of [shimEnv, runnerEnv]) {
+      expect(env).toMatchObject({ DFE_CLICKHOUSE_BACKEND: 'server', DFE_CLICKHOUSE_URL: 'https://clickhouse.example:8443' });
+    }
+    expect(byKind(manifests, 'Secret')).toEqual([]);
+  });
+
+  it('network policy: only the KEDA namespace and the configured scraper reach the shim port', () => {
+    const { manifests } = render('auth apiKey, network policy, separate users');
+    const policy = one(manifests, 'NetworkPolicy', '-shim');
+    expect(policy.spec.policyTypes).toEqual(['Ingress']);
+    expect(policy.spec.ingress).toEqual([
+      {
+        ports: [{ port: 'http', protocol: 'TCP' }],
+        from: [
+          { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'keda' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'keda-operator' } } },
+          { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } } },
+        ],
+      },
+    ]);
+    expect(render('defaults').manifests.filter((m) => m.kind === 'NetworkPolicy')).toEqual([]);
+  });
+
+  it.each(Object.keys(MATRIX))('"%s": every pod non-root, read-only root, no service links', (name) => {
+    const pods = render(name).manifests.filter((m) => m.kind === 'Deployment' || m.kind === 'Job');
+    expect(pods.length).toBeGreaterThan(0);
+    for (const pod of pods) {
+      const spec = podSpec(pod);
+      expect(spec.enableServiceLinks, pod.metadata.name).toBe(false);
+      expect(spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: 'RuntimeDefault' } });
+      for (const c of [...spec.containers, ...(spec.initContainers ?? [])]) {
+        expect(c.securityContext, `${pod.metadata.name}/${c.name}`).toMatchObject({
+          runAsNonRoot: true,
+          runAsUser: 1000,
+          readOnlyRootFilesystem: true,
+          allowPrivilegeEscalation: false,
+          capabilities: { drop: ['ALL'] },
+        });
+        // The only writable path is the /tmp emptyDir.
+        expect(c.volumeMounts).toContainEqual({ name: 'tmp', mountPath: '/tmp' });
+      }
+      expect(spec.volumes).toContainEqual({ name: 'tmp', emptyDir: { sizeLimit: '64Mi' } });
+    }
+  });
+
+  it('rejects values that would deploy something broken, naming the key', () => {
+    const bad: [object, RegExp][] = [
+      [{ huntRunner: { autoscaling: { minReplicaCount: -1 } } }, /minReplicaCount/],
+      [{ kedaShim: { auth: { enabled: true, mode: 'bearer' } } }, /kedaShim\.auth\.existingSecret/],
+      [{ kedaShim: { auth: { enabled: true, mode: 'digest', existingSecret: 's' } } }, /mode/],
+      [{ huntRunner: { gitSync: { enabled: true } } }, /huntRunner\.gitSync\.repo/],
+      [{ clickhouse: { host: '', url: '' } }, /clickhouse\.url or clickhouse\.host/],
+      [{ kedaShim: { replica: 3 } }, /replica/],
+    ];
+    for (const [values, message] of bad) expect(() => helmTemplate(values), JSON.stringify(values)).toThrow(message);
+  });
+});
