@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { CatalogueEvent, CatalogueProvider } from '../catalogue/types.js';
 import type { ClickHouseHandle } from '../clickhouse/client.js';
@@ -88,7 +88,7 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger,
     // KEDA polls every few seconds: per-request info logs are noise, and URLs may carry api_key.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     ...(https ? { https } : {}),
   }) as unknown as FastifyInstance;
   app.decorate('shim', ctx);

@@ -18,7 +18,7 @@ import { servedValue } from './value.js';
  */
 export interface ExecutorOptions {
   /** Read at every query start, so a swapped client is picked up. */
-  readonly clickhouse: Pick<ClickHouseHandle, 'client'>;
+  readonly clickhouse: Pick<ClickHouseHandle, 'client' | 'backend'>;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly metrics: ShimMetrics;
@@ -92,11 +92,11 @@ export class QueryExecutor {
   }
 
   private start(key: string, query: CompiledQuery, params: DeclaredParams): Flight {
-    const { metrics, status, clock } = this.options;
+    const { metrics, status, clock, clickhouse } = this.options;
     const epoch = this.epochs.get(query.name) ?? 0;
     this.started += 1;
     metrics.inflight.inc();
-    const promise = fly(this.options.clickhouse.client, query, params).then((report: FlightReport) => {
+    const promise = fly(clickhouse.client, query, params, { drainAfterError: clickhouse.backend === 'embedded' }).then((report: FlightReport) => {
       metrics.inflight.dec();
       if (this.inflight.get(key) === flight) this.inflight.delete(key);
       const { outcome } = report;

@@ -29,7 +29,33 @@ function isTimeout(err: unknown, signal: AbortSignal): boolean {
   return code === '159' || /Timeout exceeded/i.test(describeError(err));
 }
 
-export async function fly(client: ClickHouseClient, query: CompiledQuery, params: DeclaredParams): Promise<FlightReport> {
+/**
+ * Sharp edge of the embedded engine (chdb 3.4): the partial output of a query
+ * that FAILED (a format's header, rows written before the error) is prepended
+ * to the next result on the same connection. JSONCompact is one JSON document,
+ * so a prefixed answer fails to parse and is held, never misread; and after an
+ * error one throwaway query drains the leftover so the next answer is clean.
+ */
+async function drainLeftover(client: ClickHouseClient): Promise<void> {
+  try {
+    const rs = await client.query({ query: 'SELECT 1', format: 'JSONCompactEachRow' });
+    await rs.text();
+  } catch {
+    // Nothing to do: a broken engine shows on the next real query.
+  }
+}
+
+export interface FlyOptions {
+  /** Drain leftover output after an error (the embedded backend; see drainLeftover). */
+  readonly drainAfterError: boolean;
+}
+
+export async function fly(
+  client: ClickHouseClient,
+  query: CompiledQuery,
+  params: DeclaredParams,
+  options: FlyOptions,
+): Promise<FlightReport> {
   const controller = new AbortController();
   // The server stops the query at max_execution_time; this client-side abort is
   // for a server (or network) that does not answer at all.
@@ -47,6 +73,12 @@ export async function fly(client: ClickHouseClient, query: CompiledQuery, params
     const timeout = isTimeout(err, controller.signal);
     const message = timeout && controller.signal.aborted ? `no answer within ${query.timeoutSeconds} s (aborted)` : describeError(err);
     outcome = { kind: 'failed', reason: timeout ? 'timeout' : 'error', message };
+    // After an abort the engine may still be computing; the drain would queue
+    // behind it, so it is not awaited there.
+    if (options.drainAfterError) {
+      if (timeout) void drainLeftover(client);
+      else await drainLeftover(client);
+    }
   } finally {
     clearTimeout(abortTimer);
   }
