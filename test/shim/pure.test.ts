@@ -56,7 +56,7 @@ describe('result parsing', () => {
   const meta = [{ name: 'a' }, { name: 'value' }];
   it('reads row 0 by index or by name, numbers and numeric strings', () => {
     expect(parseResult({ meta, data: [[1, 2.5]] }, 1)).toEqual({ kind: 'number', value: 2.5 });
-    expect(parseResult({ meta, data: [[1, '18446744073709551615']] }, 'value')).toEqual({ kind: 'number', value: 18446744073709551615 });
+    expect(parseResult({ meta, data: [[1, '18446744073709551615']] }, 'value')).toEqual({ kind: 'number', value: Number('18446744073709551615') });
     expect(parseResult({ meta, data: [['-3', 0], [9, 9]] }, 0)).toEqual({ kind: 'number', value: -3 });
   });
   it('treats no row and NULL as a successful 0', () => {
