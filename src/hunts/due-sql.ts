@@ -14,8 +14,12 @@ import { RUN_STATUS, TABLES } from './tables.js';
  * - `now` is the ClickHouse server clock, or a bound `{now:Int64}` in tests.
  */
 export interface DueSqlOptions {
-  /** `server` uses ClickHouse's `now()`; `param` binds `{now:Int64}` (tests, tools). */
-  readonly now?: 'server' | 'param';
+  /**
+   * `server` uses ClickHouse's `now()`; `param` binds `{now:Int64}` (tests, tools);
+   * `outer` reads `tick_now` from an enclosing `WITH` (only dueTickSql uses it, so
+   * the rows and the count of one tick share one clock reading).
+   */
+  readonly now?: 'server' | 'param' | 'outer';
 }
 
 export type DueRow = {
@@ -26,8 +30,12 @@ export type DueRow = {
   readonly server_now: number;
 };
 
+const SERVER_NOW = 'toInt64(toUnixTimestamp(now()))';
+
 function nowExpr(options: DueSqlOptions): string {
-  return options.now === 'param' ? '{now:Int64}' : 'toInt64(toUnixTimestamp(now()))';
+  if (options.now === 'param') return '{now:Int64}';
+  if (options.now === 'outer') return 'tick_now';
+  return SERVER_NOW;
 }
 
 /** Rows (hunt_id, fire, requested, server_now) of every due hunt, oldest fire first. */
@@ -88,4 +96,35 @@ ORDER BY fire ASC, hunt_id ASC`;
 /** `value` = the number of due hunts: the shim's `backlog` query. */
 export function dueCountSql(database: string, options: DueSqlOptions = {}): string {
   return `SELECT count() AS value FROM (${dueRowsSql(database, options)}\n)`;
+}
+
+/** One row: the tick's clock, the shim's backlog count and the gate's due rows. */
+export type DueTickRow = {
+  readonly server_now: number | string;
+  readonly backlog: number | string;
+  /** [hunt_id, fire, requested] per due hunt, in no particular order. */
+  readonly due: ReadonlyArray<readonly [string, number | string, number | string]>;
+};
+
+/**
+ * The runner's one due query per tick (SPEC §7.6 step 1): the gate's due rows
+ * (dueRowsSql) and the shim's backlog (dueCountSql) side by side, evaluated at
+ * ONE clock reading and in one pipeline, so a tick can record that the two
+ * agree. `now()` is read once in the WITH: ClickHouse evaluates `now()` afresh
+ * in each scalar subquery, so two separate readings could straddle a second.
+ * Both sides are FROM-subqueries (aggregates without GROUP BY, one row each),
+ * never scalar subqueries, which ClickHouse would run one after the other.
+ */
+export function dueTickSql(database: string, options: { readonly now?: 'server' | 'param' } = {}): string {
+  const tickNow = options.now === 'param' ? '{now:Int64}' : SERVER_NOW;
+  const outer: DueSqlOptions = { now: 'outer' };
+  return `
+WITH ${tickNow} AS tick_now
+SELECT tick_now AS server_now, c.value AS backlog, d.due AS due
+FROM (${dueCountSql(database, outer)}
+) AS c
+CROSS JOIN (
+  SELECT groupArray(tuple(hunt_id, fire, requested)) AS due FROM (${dueRowsSql(database, outer)}
+  )
+) AS d`;
 }

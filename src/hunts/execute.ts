@@ -1,0 +1,51 @@
+import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
+import type { HuntSpec } from './spec.js';
+import { windowParams, type RunWindow } from './window.js';
+
+/**
+ * Runs one fire's statements in order (SPEC §7.6 step 5). Every statement
+ * carries the hunt's settings, a JSON `log_comment` that query_log attributes
+ * back to the hunt, and `insert_deduplication_token = <hunt_id>:<fire>:<n>`, so
+ * a repeated run of the same fire inserts nothing twice where the target table
+ * deduplicates (replicated tables, or a non_replicated_deduplication_window).
+ */
+export function statementSettings(spec: HuntSpec, fire: number, index: number): ClickHouseSettings {
+  return {
+    ...(spec.settings as ClickHouseSettings),
+    log_comment: JSON.stringify({ feature: 'hunts', kind: 'hunt', id: spec.huntId, fire }),
+    insert_deduplication_token: `${spec.huntId}:${fire}:${index}`,
+  };
+}
+
+/** Keys a run sets on its session (see sessions.ts for why that matters). */
+export function runSettingKeys(spec: HuntSpec): string[] {
+  return [...Object.keys(spec.settings), 'log_comment', 'insert_deduplication_token'];
+}
+
+export interface ExecuteOptions {
+  readonly signal?: AbortSignal;
+  /** Called before each statement; tests use it to stop a runner mid-run. */
+  readonly onStatement?: (index: number) => void;
+}
+
+export async function executeFire(
+  client: ClickHouseClient,
+  spec: HuntSpec,
+  fire: number,
+  window: RunWindow,
+  options: ExecuteOptions = {},
+): Promise<{ rowsWritten: number }> {
+  let rowsWritten = 0;
+  for (const [index, statement] of spec.statements.entries()) {
+    options.signal?.throwIfAborted();
+    options.onStatement?.(index);
+    const result = await client.command({
+      query: statement.query,
+      query_params: windowParams(statement, window),
+      clickhouse_settings: statementSettings(spec, fire, index),
+      ...(options.signal ? { abort_signal: options.signal } : {}),
+    });
+    rowsWritten += Number(result.summary?.written_rows ?? 0) || 0;
+  }
+  return { rowsWritten };
+}

@@ -1,0 +1,50 @@
+import type { TickSnapshot } from './coordination.js';
+import { latestFire } from './schedule.js';
+import type { HuntSpec } from './spec.js';
+
+/**
+ * Pure tick planning (SPEC §7.6 step 2): which due hunts this runner starts now.
+ * Oldest fire first (the most overdue), not alphabetical; hunts this runner is
+ * already running or does not know are left alone; at most `cap` in flight.
+ */
+export interface PlannedRun {
+  readonly spec: HuntSpec;
+  readonly fire: number;
+  readonly requested: boolean;
+  /** ClickHouse clock at this tick minus the fire. */
+  readonly latenessSeconds: number;
+}
+
+export interface TickPlan {
+  readonly start: readonly PlannedRun[];
+  /** Due in ClickHouse but not in this runner's hunts directory (a peer's newer config, or a stale row). */
+  readonly unknown: readonly string[];
+  /** Due and known, but over the cap this tick. */
+  readonly deferred: number;
+}
+
+export function planTick(
+  snapshot: TickSnapshot,
+  hunts: ReadonlyMap<string, HuntSpec>,
+  inFlight: ReadonlySet<string>,
+  cap: number,
+): TickPlan {
+  const unknown: string[] = [];
+  const candidates: PlannedRun[] = [];
+  for (const row of snapshot.due) {
+    const spec = hunts.get(row.huntId);
+    if (!spec) unknown.push(row.huntId);
+    else if (!inFlight.has(row.huntId)) {
+      candidates.push({ spec, fire: row.fire, requested: row.requested, latenessSeconds: snapshot.serverNow - row.fire });
+    }
+  }
+  candidates.sort((a, b) => a.fire - b.fire || (a.spec.huntId < b.spec.huntId ? -1 : a.spec.huntId > b.spec.huntId ? 1 : 0));
+  const room = Math.max(0, cap - inFlight.size);
+  return { start: candidates.slice(0, room), unknown, deferred: Math.max(0, candidates.length - room) };
+}
+
+/** An in-flight run whose hunt has a newer scheduled fire than the one it runs: an overrun. */
+export function overrunFire(spec: HuntSpec, runningFire: number, serverNow: number): number | undefined {
+  const latest = latestFire(serverNow, spec.intervalSeconds, spec.phaseOffset);
+  return latest > runningFire ? latest : undefined;
+}
