@@ -1,0 +1,73 @@
+import { createHash } from 'node:crypto';
+import { dueCountSql } from '../hunts/due-sql.js';
+import type { CompiledQuery, QueryDefinition } from './types.js';
+import { checkQuery, type QuerySource } from './definition.js';
+import { catalogueInvalid } from './errors.js';
+import { mergeLayers, type MergedQuery } from './merge.js';
+import type { Layer } from './parse.js';
+import { placeholderNames, replaceSentinels } from './sentinels.js';
+
+/** The databases `data` and `otel` stand for (config: DFE_CLICKHOUSE_DATA_DATABASE, DFE_KEDA_SHIM_OTEL_DATABASE). */
+export interface CatalogueDatabases {
+  readonly dataDatabase: string;
+  readonly otelDatabase: string;
+}
+
+export function resolveDatabase(database: string, dbs: CatalogueDatabases): string {
+  if (database === 'data') return dbs.dataDatabase;
+  if (database === 'otel') return dbs.otelDatabase;
+  return database;
+}
+
+function sourceSql(source: QuerySource, databaseName: string): string {
+  // hunt_backlog is THE due-hunt SQL (SPEC §7.3), shared with the runner's gate.
+  if (source.kind === 'builtin') return dueCountSql(databaseName).trim();
+  return replaceSentinels(source.sql, databaseName);
+}
+
+/** Every declared param and bind needs a placeholder, and every placeholder a value. */
+function checkPlaceholders(q: MergedQuery, definition: QueryDefinition, sql: string): void {
+  const used = placeholderNames(sql);
+  const fail = (key: 'params' | 'binds' | 'sql', value: string, problem: string) =>
+    catalogueInvalid({ file: q.origin[key] ?? q.file, query: q.name, key, value, problem });
+  for (const name of definition.params) {
+    if (!used.includes(name)) throw fail('params', name, `has no {${name}:Type} placeholder in the SQL`);
+  }
+  for (const name of Object.keys(definition.binds)) {
+    if (!used.includes(name)) throw fail('binds', name, `has no {${name}:Type} placeholder in the SQL`);
+  }
+  for (const name of used) {
+    if (!definition.params.includes(name) && !Object.hasOwn(definition.binds, name)) {
+      throw fail('sql', `{${name}:…}`, 'is a placeholder that is neither a param nor a bind, so every request would fail');
+    }
+  }
+}
+
+/** Hash of everything that affects an answer: a change drops the query's cache entries. */
+export function fingerprintOf(query: Omit<CompiledQuery, 'fingerprint'>): string {
+  const binds = Object.keys(query.binds)
+    .sort()
+    .map((k) => [k, query.binds[k]]);
+  const material = JSON.stringify([
+    query.name, query.database, query.databaseName, query.sql, query.params, binds, query.resultField, query.clampMin ?? null,
+    query.clampMax ?? null, query.coldHold, query.timeoutSeconds, query.metricType, query.deadlineMs, query.freshForSeconds,
+    query.maxStaleSeconds,
+  ]);
+  return createHash('sha256').update(material).digest('hex').slice(0, 16);
+}
+
+export function compileQuery(q: MergedQuery, dbs: CatalogueDatabases): CompiledQuery {
+  const { definition, source } = checkQuery(q);
+  const databaseName = resolveDatabase(definition.database, dbs);
+  const sql = sourceSql(source, databaseName);
+  checkPlaceholders(q, definition, sql);
+  const compiled = { ...definition, sql, databaseName };
+  return Object.freeze({ ...compiled, fingerprint: fingerprintOf(compiled) });
+}
+
+/** Layers (built-in first) → the compiled catalogue, or the first CATALOGUE_INVALID. */
+export function compileCatalogue(layers: readonly Layer[], dbs: CatalogueDatabases): ReadonlyMap<string, CompiledQuery> {
+  const out = new Map<string, CompiledQuery>();
+  for (const [name, merged] of mergeLayers(layers)) out.set(name, compileQuery(merged, dbs));
+  return out;
+}

@@ -1,0 +1,88 @@
+import { QUERY_DEFAULTS, type QueryDefinition } from './types.js';
+import { catalogueInvalid } from './errors.js';
+import type { MergedQuery } from './merge.js';
+import type { Builtin, RawQuery } from './schema.js';
+import { SENTINELS, unknownSentinels } from './sentinels.js';
+
+/** Where a query's SQL comes from, once the merge settled it. */
+export type QuerySource = { readonly kind: 'sql'; readonly sql: string } | { readonly kind: 'builtin'; readonly builtin: Builtin };
+
+export interface CheckedQuery {
+  readonly definition: QueryDefinition;
+  readonly source: QuerySource;
+}
+
+/** `database` when the YAML leaves it out. */
+export const DEFAULT_DATABASE = 'data';
+
+type Key = keyof RawQuery;
+
+/** A problem with one key of the merged query, naming the file that set it. */
+function fail(q: MergedQuery, key: Key, problem: string, value?: unknown) {
+  return catalogueInvalid({ file: q.origin[key] ?? q.file, query: q.name, key, ...(value === undefined ? {} : { value }), problem });
+}
+
+/**
+ * Of two clashing keys, the one to blame: the one set by the later file (the
+ * override, which caused the clash); a key set nowhere (a default) never.
+ */
+function laterOf(q: MergedQuery, a: Key, b: Key): Key {
+  const rank = (key: Key) => (q.origin[key] === undefined ? -1 : q.origin[key] === q.file ? 1 : 0);
+  return rank(b) > rank(a) ? b : a;
+}
+
+function sourceOf(q: MergedQuery): QuerySource {
+  const { sql, builtin } = q.raw;
+  if (sql !== undefined && builtin !== undefined) throw fail(q, 'builtin', 'cannot be set together with sql in one query (choose one)', builtin);
+  if (builtin !== undefined) return { kind: 'builtin', builtin };
+  if (sql === undefined) throw catalogueInvalid({ file: q.file, query: q.name, key: 'sql', problem: 'is missing: a query needs sql or builtin' });
+  const unknown = unknownSentinels(sql);
+  if (unknown.length > 0) throw fail(q, 'sql', `uses unknown sentinel ${unknown.join(', ')} (known: ${SENTINELS.join(', ')})`);
+  return { kind: 'sql', sql };
+}
+
+function checkClamp(q: MergedQuery): void {
+  const { clamp_min: min, clamp_max: max } = q.raw;
+  if (min == null || max == null || min <= max) return;
+  throw laterOf(q, 'clamp_min', 'clamp_max') === 'clamp_min'
+    ? fail(q, 'clamp_min', `is greater than clamp_max ${max}`, min)
+    : fail(q, 'clamp_max', `is less than clamp_min ${min}`, max);
+}
+
+/** The answer must be out (from the cache) before ClickHouse's own limit ends the query. */
+function checkDeadline(q: MergedQuery, deadlineMs: number, timeoutSeconds: number): void {
+  if (deadlineMs < timeoutSeconds * 1000) return;
+  const isDefault = (key: Key) => (q.raw[key] === undefined ? ', the default' : '');
+  throw laterOf(q, 'deadline_ms', 'timeout_seconds') === 'deadline_ms'
+    ? fail(q, 'deadline_ms', `must be less than timeout_seconds × 1000 (${timeoutSeconds * 1000} ms${isDefault('timeout_seconds')})`, deadlineMs)
+    : fail(q, 'timeout_seconds', `must be more than deadline_ms / 1000 (deadline_ms ${deadlineMs}${isDefault('deadline_ms')})`, timeoutSeconds);
+}
+
+/**
+ * The rules that span keys (SPEC §3), checked on the MERGED query, then the
+ * defaults (QUERY_DEFAULTS) applied.
+ */
+export function checkQuery(q: MergedQuery): CheckedQuery {
+  const raw = q.raw;
+  const source = sourceOf(q);
+  checkClamp(q);
+  const timeoutSeconds = raw.timeout_seconds ?? QUERY_DEFAULTS.timeoutSeconds;
+  const deadlineMs = raw.deadline_ms ?? QUERY_DEFAULTS.deadlineMs;
+  checkDeadline(q, deadlineMs, timeoutSeconds);
+  const definition: QueryDefinition = {
+    name: q.name,
+    database: raw.database ?? DEFAULT_DATABASE,
+    params: Object.freeze([...(raw.params ?? [])]),
+    binds: Object.freeze({ ...(raw.binds ?? {}) }),
+    resultField: raw.result_field ?? QUERY_DEFAULTS.resultField,
+    clampMin: raw.clamp_min ?? undefined,
+    clampMax: raw.clamp_max ?? undefined,
+    coldHold: raw.cold_hold ?? QUERY_DEFAULTS.coldHold,
+    timeoutSeconds,
+    metricType: raw.metric_type ?? QUERY_DEFAULTS.metricType,
+    deadlineMs,
+    freshForSeconds: raw.fresh_for_seconds ?? QUERY_DEFAULTS.freshForSeconds,
+    maxStaleSeconds: raw.max_stale_seconds === undefined ? QUERY_DEFAULTS.maxStaleSeconds : raw.max_stale_seconds,
+  };
+  return { definition, source };
+}
