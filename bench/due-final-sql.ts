@@ -1,0 +1,41 @@
+import { qualifiedTable } from '../src/clickhouse/identifiers.js';
+import { RUN_STATUS, TABLES } from '../src/hunts/tables.js';
+
+/**
+ * The comparison baseline for the due-query bench ONLY: the same decision as
+ * src/hunts/due-sql.ts written the obvious way, collapsing each
+ * ReplacingMergeTree with FINAL instead of argMax. The product never uses it
+ * (SPEC §7.3: no FINAL); the bench checks both count the same hunts before it
+ * compares their times.
+ */
+export function dueCountFinalSql(database: string): string {
+  const schedule = qualifiedTable(database, TABLES.schedule);
+  const watermark = qualifiedTable(database, TABLES.watermark);
+  const lease = qualifiedTable(database, TABLES.lease);
+  const run = qualifiedTable(database, TABLES.run);
+  return `
+SELECT count() AS value FROM (
+  SELECT
+    s.hunt_id AS hunt_id,
+    toInt64(toUnixTimestamp(now())) AS now_s,
+    intDiv(now_s, s.interval_seconds) * s.interval_seconds + s.phase_offset AS current_fire,
+    if(now_s >= current_fire, current_fire, current_fire - s.interval_seconds) AS sched_fire,
+    (w.has_wm = 0 OR w.watermark < sched_fire) AS sched_owed,
+    arrayFilter(f -> f <= now_s AND (w.has_wm = 0 OR f > w.watermark), r.req_fires) AS req_open,
+    l.lease_until <= now_s AS lease_free
+  FROM (
+    SELECT hunt_id, interval_seconds, phase_offset
+    FROM ${schedule} FINAL
+    WHERE enabled = 1 AND interval_seconds > 0
+  ) AS s
+  LEFT JOIN (SELECT hunt_id, watermark, toUInt8(1) AS has_wm FROM ${watermark} FINAL) AS w ON w.hunt_id = s.hunt_id
+  LEFT JOIN (SELECT hunt_id, lease_until FROM ${lease} FINAL) AS l ON l.hunt_id = s.hunt_id
+  LEFT JOIN (
+    SELECT hunt_id, groupArray(fire) AS req_fires
+    FROM ${run} FINAL
+    WHERE status = '${RUN_STATUS.requested}'
+    GROUP BY hunt_id
+  ) AS r ON r.hunt_id = s.hunt_id
+)
+WHERE lease_free AND (sched_owed OR length(req_open) > 0)`;
+}
