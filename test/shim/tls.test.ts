@@ -1,0 +1,65 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listenShim } from '../../src/shim/server.js';
+import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
+import { compiled, makeApp, type AppUnderTest } from './helpers.js';
+
+/**
+ * TLS on the listener, through a real socket (a self-signed certificate made
+ * by openssl for 127.0.0.1), and readyz turning 200 once the server listens.
+ */
+const dir = mkdtempSync(join(tmpdir(), 'dfe-shim-tls-'));
+const certFile = join(dir, 'tls.crt');
+const keyFile = join(dir, 'tls.key');
+const openssl = spawnSync(
+  'openssl',
+  ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', keyFile, '-out', certFile],
+  { encoding: 'utf8' },
+);
+const haveCert = openssl.status === 0;
+if (!haveCert) console.warn(`skipping TLS tests: openssl could not make a certificate (${openssl.error?.message ?? openssl.stderr})`);
+
+let db: TestDatabase;
+let t: AppUnderTest;
+let base = '';
+
+beforeAll(async () => {
+  if (!haveCert) return;
+  db = await openTestDatabase('shim_tls');
+  t = await makeApp({
+    queries: [compiled('one', 'SELECT 1.5')],
+    clickhouse: db.handle,
+    env: { DFE_KEDA_SHIM_TLS_CERT_FILE: certFile, DFE_KEDA_SHIM_TLS_KEY_FILE: keyFile },
+  });
+});
+afterAll(async () => {
+  await t?.app.close();
+  await db?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function getJson(path: string): Promise<{ status: number; body: unknown }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${base}${path}`, { ca: readFileSync(certFile) }, (res) => {
+      let text = '';
+      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as unknown }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe.skipIf(!haveCert)('TLS listener', () => {
+  it('is not ready before listening, then serves queries and readyz over https', async () => {
+    expect((await t.app.inject({ url: '/readyz' })).statusCode).toBe(503);
+    base = await listenShim(t.app, { host: '127.0.0.1', port: 0 });
+    expect(base).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    expect(await getJson('/readyz')).toEqual({ status: 200, body: { status: 'ready' } });
+    expect(await getJson('/q/one')).toEqual({ status: 200, body: { value: 1.5, source: 'fresh', age_seconds: 0 } });
+  });
+});
