@@ -1,0 +1,228 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { openClickHouse, type ClickHouseHandle } from '../clickhouse/client.js';
+import { loadConfig, type AppConfig } from '../config/load.js';
+import { DfeError, describeError, isDfeError } from '../errors.js';
+import { createLogger, loggerOptions, type Logger } from '../log.js';
+import { Coordinator } from '../hunts/coordination.js';
+import { dueRowsSql, type DueRow } from '../hunts/due-sql.js';
+import { loadHuntsDir, logHuntSet } from '../hunts/loader.js';
+import { materialise, materialiseSummary, readSchedule } from '../hunts/materialise.js';
+import { applySchema, coordinationSettings, resolveTopology } from '../hunts/schema.js';
+import { schemaDdl } from '../hunts/tables.js';
+import { startRunner } from '../hunts/start.js';
+
+const USAGE = `Usage: dfe-hunt-runner <command> [options]
+
+Commands:
+  run                      materialise, then tick every --poll seconds; serves /livez, /readyz, /metrics
+  materialise              write hunt_schedule from the hunts directory (diff-aware; a second run writes nothing)
+  due [--json]             the hunts due now by the ClickHouse clock (what the shim's backlog counts)
+  run-now <hunt_id>        request a run of a hunt now; served after its scheduled fire
+  schema [--apply|--print] print (default) or apply the coordination tables' DDL (idempotent)
+
+Options (each overrides its environment variable):
+  --hunts DIR              hunt definitions, one *.yaml per hunt   (DFE_HUNTS_DIR, default ./hunts)
+  --clickhouse-url URL     ClickHouse HTTP interface               (DFE_CLICKHOUSE_URL)
+  --embedded-path DIR      embedded ClickHouse data directory      (DFE_EMBEDDED_PATH, default ./.dfe/clickhouse)
+  --poll SECONDS           seconds between ticks                   (DFE_HUNT_RUNNER_POLL_SECONDS, default 15)
+  --cap N                  concurrent runs per runner              (DFE_HUNT_RUNNER_CAP, default 8)
+  --metrics-port PORT      /livez, /readyz, /metrics port          (DFE_HUNT_RUNNER_METRICS_PORT, default 9464)
+  --metrics-host HOST      listen address of that port (default 0.0.0.0, so kubelet probes reach it)
+  --help                   this text
+`;
+
+type Flags = Record<string, string | boolean | undefined>;
+
+function parse(argv: string[]): { command: string | undefined; rest: string[]; flags: Flags } {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      hunts: { type: 'string' },
+      'clickhouse-url': { type: 'string' },
+      'embedded-path': { type: 'string' },
+      poll: { type: 'string' },
+      cap: { type: 'string' },
+      'metrics-port': { type: 'string' },
+      'metrics-host': { type: 'string' },
+      json: { type: 'boolean' },
+      apply: { type: 'boolean' },
+      print: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [command, ...rest] = positionals;
+  return { command, rest, flags: values };
+}
+
+function stringFlags(flags: Flags): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const [key, value] of Object.entries(flags)) if (typeof value === 'string') out[key] = value;
+  return out;
+}
+
+/** Logs to stderr, so `due --json` and the summary lines own stdout. */
+function stderrLogger(config: AppConfig): Logger {
+  if (config.log.format === 'pretty') return createLogger(config.log);
+  return pino(loggerOptions(config.log), pino.destination(2));
+}
+
+async function withClickHouse<T>(config: AppConfig, fn: (handle: ClickHouseHandle) => Promise<T>): Promise<T> {
+  const handle = await openClickHouse(config.clickhouse);
+  try {
+    return await fn(handle);
+  } finally {
+    await handle.close();
+  }
+}
+
+async function settingsFor(handle: ClickHouseHandle, config: AppConfig) {
+  const { dataDatabase, topology, cluster } = config.clickhouse;
+  return coordinationSettings(await resolveTopology(handle.client, dataDatabase, topology, cluster));
+}
+
+async function schemaCommand(config: AppConfig, flags: Flags): Promise<void> {
+  if (flags.apply && flags.print) throw new DfeError('USAGE', 'schema takes --apply or --print, not both');
+  const { dataDatabase, topology, cluster } = config.clickhouse;
+  await withClickHouse(config, async (handle) => {
+    const resolved = await resolveTopology(handle.client, dataDatabase, topology, cluster);
+    if (!flags.apply) {
+      for (const statement of schemaDdl(dataDatabase, resolved)) process.stdout.write(`${statement};\n`);
+      return;
+    }
+    const statements = await applySchema(handle.client, dataDatabase, resolved);
+    process.stdout.write(`schema applied to ${dataDatabase} (${resolved.kind}): ${statements.length} statement(s), each IF NOT EXISTS\n`);
+  });
+}
+
+async function materialiseCommand(config: AppConfig, log: Logger): Promise<void> {
+  const set = loadHuntsDir(config.runner.huntsDir, config.runner.spreadFraction);
+  logHuntSet(log, set);
+  await withClickHouse(config, async (handle) => {
+    const plan = await materialise(handle.client, config.clickhouse.dataDatabase, set.hunts, await settingsFor(handle, config));
+    process.stdout.write(`${materialiseSummary(plan, config.clickhouse.dataDatabase)}\n`);
+  });
+}
+
+async function dueCommand(config: AppConfig, flags: Flags): Promise<void> {
+  await withClickHouse(config, async (handle) => {
+    const rs = await handle.client.query({
+      query: dueRowsSql(config.clickhouse.dataDatabase),
+      format: 'JSONEachRow',
+      clickhouse_settings: (await settingsFor(handle, config)).read,
+    });
+    const rows = (await rs.json<DueRow>()).map((r) => ({
+      hunt_id: r.hunt_id,
+      fire: Number(r.fire),
+      requested: Number(r.requested) === 1,
+      server_now: Number(r.server_now),
+    }));
+    if (flags.json) {
+      process.stdout.write(`${JSON.stringify(rows)}\n`);
+      return;
+    }
+    for (const r of rows) {
+      const when = new Date(r.fire * 1000).toISOString();
+      process.stdout.write(`${r.hunt_id}\tfire ${r.fire} (${when})\tlate ${r.server_now - r.fire}s${r.requested ? '\trun-now' : ''}\n`);
+    }
+    process.stdout.write(`${rows.length} hunt(s) due\n`);
+  });
+}
+
+async function runNowCommand(config: AppConfig, huntId: string | undefined): Promise<void> {
+  if (!huntId) throw new DfeError('USAGE', 'run-now needs a hunt id: dfe-hunt-runner run-now <hunt_id>');
+  const database = config.clickhouse.dataDatabase;
+  await withClickHouse(config, async (handle) => {
+    const settings = await settingsFor(handle, config);
+    const known = (await readSchedule(handle.client, database, settings)).some((r) => r.hunt_id === huntId && r.enabled === 1);
+    if (!known) {
+      throw new DfeError('PARAM_INVALID', `hunt ${JSON.stringify(huntId)} is not in ${database}.hunt_schedule (run materialise first?)`, {
+        key: 'hunt_id',
+        value: huntId,
+      });
+    }
+    const fire = await new Coordinator(handle.client, database, settings).requestRun(huntId);
+    process.stdout.write(`requested a run of ${huntId} at fire ${fire} (${new Date(fire * 1000).toISOString()})\n`);
+  });
+}
+
+async function runCommand(config: AppConfig, flags: Flags): Promise<void> {
+  const log = createLogger(config.log);
+  const handle = await openClickHouse(config.clickhouse);
+  const { dataDatabase, topology, cluster } = config.clickhouse;
+  try {
+    await applySchema(handle.client, dataDatabase, await resolveTopology(handle.client, dataDatabase, topology, cluster));
+  } catch (err) {
+    // A runner user may lack CREATE rights; the chart's Job applies the schema then.
+    log.warn({ err: describeError(err) }, 'could not apply the schema; assuming it exists');
+  }
+  const host = typeof flags['metrics-host'] === 'string' ? flags['metrics-host'] : '0.0.0.0';
+  const runner = await startRunner({ handle, config, log, serve: { host, port: config.runner.metricsPort } });
+  log.info({ runner: runner.runnerId, target: handle.target, metrics: runner.metricsUrl }, 'hunt runner started');
+  await new Promise<void>((resolve) => {
+    const shutdown = (signal: string) => {
+      log.info({ signal }, 'stopping: waiting for in-flight runs');
+      resolve();
+    };
+    process.once('SIGTERM', () => shutdown('SIGTERM'));
+    process.once('SIGINT', () => shutdown('SIGINT'));
+  });
+  await runner.stop();
+  await handle.close();
+}
+
+async function main(argv: string[]): Promise<number> {
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (err) {
+    process.stderr.write(`${describeError(err)}\n\n${USAGE}`);
+    return 2;
+  }
+  const { command, rest, flags } = parsed;
+  if (flags.help || command === undefined || command === 'help') {
+    process.stdout.write(USAGE);
+    return command === undefined && !flags.help ? 2 : 0;
+  }
+  try {
+    const config = loadConfig(process.env, stringFlags(flags));
+    switch (command) {
+      case 'run':
+        await runCommand(config, flags);
+        return 0;
+      case 'materialise':
+        await materialiseCommand(config, stderrLogger(config));
+        return 0;
+      case 'due':
+        await dueCommand(config, flags);
+        return 0;
+      case 'run-now':
+        await runNowCommand(config, rest[0]);
+        return 0;
+      case 'schema':
+        await schemaCommand(config, flags);
+        return 0;
+      default:
+        throw new DfeError('USAGE', `unknown command ${JSON.stringify(command)}`);
+    }
+  } catch (err) {
+    // Bad input (usage, config, an unknown hunt) exits 2; a failure on the way exits 1.
+    const badInput = isDfeError(err, 'USAGE') || isDfeError(err, 'CONFIG_INVALID') || isDfeError(err, 'PARAM_INVALID');
+    const message = isDfeError(err) ? err.message : describeError(err);
+    process.stderr.write(`dfe-hunt-runner ${command}: ${message}\n${isDfeError(err, 'USAGE') ? `\n${USAGE}` : ''}`);
+    return badInput ? 2 : 1;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`dfe-hunt-runner: ${describeError(err)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,116 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import { randomInt } from 'node:crypto';
+import { qualifiedTable } from '../clickhouse/identifiers.js';
+
+/**
+ * Synthetic data for the demo and the example hunts in examples/hunts/: an
+ * `events` table of login/SSH events, a `detections` table the hunts INSERT
+ * into, and a feeder that writes a few events per second, with an attacker that
+ * now and then hammers SSH or sprays passwords so the hunts find something.
+ * The example hunts name the default data database `dfe`.
+ */
+export function demoTablesDdl(database: string): string[] {
+  return [
+    `CREATE TABLE IF NOT EXISTS ${qualifiedTable(database, 'events')} (
+      _timestamp_load DateTime64(3) DEFAULT now64(3),
+      event_time DateTime64(3),
+      event_type LowCardinality(String),
+      outcome LowCardinality(String),
+      user String,
+      src_ip String,
+      host LowCardinality(String)
+    ) ENGINE = MergeTree ORDER BY _timestamp_load TTL toDateTime(_timestamp_load) + INTERVAL 1 DAY`,
+    `CREATE TABLE IF NOT EXISTS ${qualifiedTable(database, 'detections')} (
+      detected_at DateTime64(3) DEFAULT now64(3),
+      hunt_id LowCardinality(String),
+      window_start DateTime64(3),
+      window_end DateTime64(3),
+      entity String,
+      hits UInt64,
+      details String
+    ) ENGINE = MergeTree ORDER BY (hunt_id, detected_at)`,
+  ];
+}
+
+export async function createDemoTables(client: ClickHouseClient, database: string): Promise<void> {
+  for (const query of demoTablesDdl(database)) await client.command({ query });
+}
+
+export interface DemoEvent {
+  /** ISO-8601 with milliseconds. */
+  readonly event_time: string;
+  readonly event_type: 'ssh_auth' | 'login' | 'admin_login';
+  readonly outcome: 'success' | 'failure';
+  readonly user: string;
+  readonly src_ip: string;
+  readonly host: string;
+}
+
+const USERS = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'root', 'admin'];
+const HOSTS = ['web-1', 'web-2', 'db-1', 'bastion'];
+const pick = <T>(items: readonly T[]): T => items[randomInt(items.length)] as T;
+const officeIp = () => `10.0.${randomInt(4)}.${randomInt(1, 250)}`;
+
+/** One second of traffic: ordinary users, plus an attack burst about one second in ten. */
+export function syntheticEvents(nowMs: number, perSecond: number): DemoEvent[] {
+  const events: DemoEvent[] = [];
+  const at = (offsetMs: number) => new Date(nowMs + offsetMs).toISOString();
+  for (let i = 0; i < perSecond; i += 1) {
+    const type = pick(['ssh_auth', 'login', 'login', 'admin_login'] as const);
+    events.push({
+      event_time: at(randomInt(1000)),
+      event_type: type,
+      outcome: randomInt(10) === 0 ? 'failure' : 'success',
+      user: pick(USERS),
+      src_ip: officeIp(),
+      host: pick(HOSTS),
+    });
+  }
+  if (randomInt(10) === 0) {
+    const attacker = `203.0.113.${randomInt(1, 250)}`;
+    const spray = randomInt(2) === 0;
+    for (let i = 0; i < 15; i += 1) {
+      events.push({
+        event_time: at(randomInt(1000)),
+        event_type: spray ? 'login' : 'ssh_auth',
+        outcome: 'failure',
+        user: spray ? (USERS[i % USERS.length] as string) : 'root',
+        src_ip: attacker,
+        host: spray ? 'web-1' : 'bastion',
+      });
+    }
+  }
+  return events;
+}
+
+export interface EventFeeder {
+  stop(): Promise<void>;
+}
+
+/** Inserts `perSecond` synthetic events every second until stopped; a failed insert is skipped. */
+export function startEventFeeder(
+  client: ClickHouseClient,
+  database: string,
+  options: { readonly perSecond?: number; readonly onError?: (err: unknown) => void } = {},
+): EventFeeder {
+  const table = qualifiedTable(database, 'events');
+  let inFlight: Promise<void> = Promise.resolve();
+  const feed = () => {
+    inFlight = client
+      .insert({
+        table,
+        values: syntheticEvents(Date.now(), options.perSecond ?? 5),
+        format: 'JSONEachRow',
+        clickhouse_settings: { date_time_input_format: 'best_effort' },
+      })
+      .then(() => undefined, (err: unknown) => options.onError?.(err));
+  };
+  feed();
+  const timer = setInterval(feed, 1000);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await inFlight;
+    },
+  };
+}
