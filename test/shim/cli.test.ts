@@ -1,0 +1,137 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { build } from 'rolldown';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+
+/**
+ * The CLI through its process. Node 20 cannot run TypeScript, so the entry is
+ * bundled first (rolldown, which vitest already brings) into node_modules/.cache,
+ * where package imports still resolve; no `npm run build` of the shared dist/.
+ */
+const root = resolve(import.meta.dirname, '../..');
+const outDir = join(root, 'node_modules', '.cache', `dfe-shim-cli-${process.pid}`);
+const entry = join(outDir, 'shim.mjs');
+const dir = mkdtempSync(join(tmpdir(), 'dfe-shim-cli-'));
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  mkdirSync(outDir, { recursive: true });
+  await build({
+    input: join(root, 'src/cli/shim.ts'),
+    platform: 'node',
+    external: (id) => !id.startsWith('.') && !id.startsWith('/'),
+    output: { file: entry, format: 'esm' },
+    logLevel: 'warn',
+  });
+});
+afterAll(() => {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  rmSync(outDir, { recursive: true, force: true });
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('DFE_')) env[k] = v;
+  return { ...env, LOG_LEVEL: 'warn', ...extra };
+}
+
+interface Exit {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function start(args: string[], env: NodeJS.ProcessEnv = cleanEnv()): { child: ChildProcess; exit: Promise<Exit> } {
+  const child = spawn(process.execPath, [entry, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exit = new Promise<Exit>((done) => child.on('exit', (code) => done({ code, stdout, stderr })));
+  return { child, exit };
+}
+
+const file = (name: string, text: string) => {
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+};
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', () => done()));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((done) => server.close(() => done()));
+  return port;
+}
+
+describe('startup errors: one line naming the key or file', () => {
+  it('a bad port flag exits 2 naming --port; the env twin names the variable', async () => {
+    const [flag, env] = await Promise.all([
+      start(['--port', 'tcp://10.0.0.1:8080']).exit,
+      start(['run'], cleanEnv({ DFE_KEDA_SHIM_PORT: 'tcp://10.0.0.1:8080' })).exit,
+    ]);
+    expect(flag.code).toBe(2);
+    expect(flag.stderr.trim().split('\n')).toHaveLength(1);
+    expect(flag.stderr).toContain('--port');
+    expect(env.code).toBe(2);
+    expect(env.stderr).toContain('DFE_KEDA_SHIM_PORT');
+  });
+
+  it('an unknown option or command exits 2; --help exits 0', async () => {
+    const [nope, serve, help] = await Promise.all([start(['--nope']).exit, start(['serve']).exit, start(['--help']).exit]);
+    expect(nope.code).toBe(2);
+    expect(serve.code).toBe(2);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('Usage: dfe-keda-shim');
+  });
+
+  it('an invalid catalogue or a missing override exits non-zero naming the file', async () => {
+    const bad = file('bad.yaml', 'queries:\n  q:\n    sql: "SELECT 1"\n    bogus_key: 1\n');
+    const good = file('good.yaml', 'queries:\n  q:\n    sql: "SELECT 1"\n');
+    const missing = join(dir, 'nowhere.yaml');
+    const [invalid, absent] = await Promise.all([start(['--queries', bad]).exit, start(['--queries', good, '--override', missing]).exit]);
+    expect(invalid.code).not.toBe(0);
+    expect(invalid.stderr.trim().split('\n')).toHaveLength(1);
+    expect(invalid.stderr).toContain(bad);
+    expect(absent.code).not.toBe(0);
+    expect(absent.stderr).toContain(missing);
+  });
+});
+
+describe('run', () => {
+  it('serves, reloads on a change and survives SIGHUP (a reload, not an exit), exits 0 on SIGTERM', async () => {
+    const port = await freePort();
+    const queries = file('queries.yaml', 'queries:\n  answer:\n    sql: "SELECT 42 AS v"\n');
+    const override = file('override.yaml', 'queries: {}\n');
+    const base = `http://127.0.0.1:${port}`;
+    const { child, exit } = start([
+      'run',
+      '--host', '127.0.0.1',
+      '--port', String(port),
+      '--queries', queries,
+      '--override', override,
+      '--embedded-path', join(dir, 'ch'),
+    ], cleanEnv({ LOG_LEVEL: 'info' }));
+    let logs = '';
+    child.stdout?.on('data', (d: Buffer) => (logs += d.toString()));
+    await vi.waitFor(async () => expect((await fetch(`${base}/readyz`)).status).toBe(200), { timeout: 30_000, interval: 100 });
+    expect(await (await fetch(`${base}/q/answer`)).json()).toEqual({ value: 42, source: 'fresh', age_seconds: 0 });
+    expect((await fetch(`${base}/q/extra`)).status).toBe(404);
+    file('override.yaml', 'queries:\n  extra:\n    sql: "SELECT 7"\n');
+    // The store's directory watch (or interval) picks the change up; SIGHUP asks for the same reload.
+    await vi.waitFor(async () => expect((await fetch(`${base}/q/extra`)).status).toBe(200), { timeout: 10_000, interval: 100 });
+    expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/dfe_keda_shim_catalogue_reloads_total\{result="applied"\} 1/);
+    child.kill('SIGHUP');
+    await vi.waitFor(() => expect(logs).toContain('SIGHUP: reloading the catalogue'), { timeout: 10_000, interval: 50 });
+    expect((await fetch(`${base}/q/answer`)).status).toBe(200);
+    child.kill('SIGTERM');
+    const done = await exit;
+    expect(done.code).toBe(0);
+  });
+});
