@@ -1,0 +1,88 @@
+#!/usr/bin/env node
+/**
+ * `npm start`: the whole system in one process on the embedded ClickHouse
+ * (libchdb allows one process per data directory, so the shim and the runner
+ * share it): apply the schema, create and feed the demo tables, materialise
+ * examples/hunts, start the runner loop and the shim, print what to curl.
+ * Set DFE_CLICKHOUSE_URL to run the same demo against a server.
+ */
+import { fileURLToPath } from 'node:url';
+import closeWithGrace from 'close-with-grace';
+import { openClickHouse } from '../clickhouse/client.js';
+import { loadConfig } from '../config/load.js';
+import { describeError, isDfeError } from '../errors.js';
+import { createLogger } from '../log.js';
+import { createDemoTables, startEventFeeder } from '../hunts/demo-data.js';
+import { applySchema, resolveTopology } from '../hunts/schema.js';
+import { startRunner } from '../hunts/start.js';
+import { createOtelGaugeTable } from '../pressure/otel-table.js';
+import { DEMO_PRESSURE_SERVICES, startPressureFeeder } from '../pressure/feeder.js';
+import { startShim } from './shim.js';
+
+const EXAMPLE_HUNTS = fileURLToPath(new URL('../../../examples/hunts', import.meta.url));
+
+/** Demo defaults, each overridable by its environment variable. */
+const DEMO_ENV: Readonly<Record<string, string>> = Object.freeze({
+  DFE_HUNTS_DIR: EXAMPLE_HUNTS,
+  DFE_HUNT_RUNNER_POLL_SECONDS: '5',
+  DFE_KEDA_SHIM_HOST: '127.0.0.1',
+  LOG_LEVEL: 'warn',
+});
+
+async function main(): Promise<void> {
+  const config = loadConfig({ ...DEMO_ENV, ...process.env });
+  const logger = createLogger(config.log);
+  const ch = config.clickhouse;
+  const handle = await openClickHouse(ch);
+
+  const topology = await resolveTopology(handle.client, ch.dataDatabase, ch.topology, ch.cluster);
+  await applySchema(handle.client, ch.dataDatabase, topology);
+  await createDemoTables(handle.client, ch.dataDatabase);
+  await handle.client.command({ query: `CREATE DATABASE IF NOT EXISTS \`${ch.otelDatabase}\`` });
+  await createOtelGaugeTable(handle.client, ch.otelDatabase);
+
+  const onFeedError = (err: unknown) => logger.warn({ reason: describeError(err) }, 'demo feeder write failed');
+  const events = startEventFeeder(handle.client, ch.dataDatabase, { onError: onFeedError });
+  const pressure = startPressureFeeder({ client: handle.client, database: ch.otelDatabase, onError: onFeedError });
+  const runner = await startRunner({
+    handle,
+    config,
+    log: logger,
+    serve: { host: config.shim.host, port: config.runner.metricsPort },
+  });
+  const shim = await startShim({ config, clickhouse: handle, logger, handleSignals: false });
+
+  const base = shim.url;
+  const service = DEMO_PRESSURE_SERVICES[0]?.service ?? 'demo-ingest';
+  process.stdout.write(
+    [
+      '',
+      `dfe-keda-shim demo: ${handle.target}, hunts from ${config.runner.huntsDir}`,
+      '',
+      `  curl ${base}/keda/hunt-backlog             # due hunts (KEDA AverageValue signal)`,
+      `  curl '${base}/keda/pressure?service=${service}&hold=70'   # scaling pressure (Value signal)`,
+      `  curl ${base}/q/backlog                     # any catalogue query by name`,
+      `  curl ${base}/status                        # per-query value, age, last error`,
+      `  curl ${base}/metrics                       # Prometheus metrics of the shim`,
+      `  curl ${runner.metricsUrl ?? ''}/metrics    # Prometheus metrics of the hunt runner`,
+      '',
+      'Ctrl-C stops it.',
+      '',
+    ].join('\n'),
+  );
+
+  closeWithGrace({ delay: 15_000 }, async ({ signal, err }) => {
+    if (err) logger.error({ reason: describeError(err) }, 'fatal error; shutting down');
+    else logger.info({ signal }, 'shutting down');
+    await shim.close();
+    await runner.stop();
+    await Promise.all([events.stop(), pressure.stop()]);
+    await handle.close();
+  });
+}
+
+main().catch((err: unknown) => {
+  const line = isDfeError(err) ? (err.message.split('\n')[0] ?? err.code) : describeError(err);
+  process.stderr.write(`dfe demo: ${line}\n`);
+  process.exit(isDfeError(err, 'CONFIG_INVALID') ? 2 : 1);
+});
