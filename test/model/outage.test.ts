@@ -46,46 +46,46 @@ describe('KEDA + HPA over the real shim through a ClickHouse outage', () => {
   it('Value with hold=70: the replica count stays put while ClickHouse is down', async () => {
     world.network.link = 'up';
     const { model, answers, setLoad } = pressureRun('checkout', `service=checkout&hold=${TARGET}`);
-    await model.runUntil(285);
+    await model.runUntil(120);
     expect(model.replicas).toBe(4); // 280 / 4 pods = 70 = target
-    expect(answersIn(answers, 240, 285).every((a) => a.source === 'fresh' && a.value === 70)).toBe(true);
+    expect(answersIn(answers, 60, 120).every((a) => a.source === 'fresh' && a.value === 70)).toBe(true);
 
     setLoad(420);
-    await model.runUntil(300);
+    await model.runUntil(135);
     expect(model.replicas).toBe(6); // saw 100 at 4 pods: ceil(4 × 100 / 70)
 
     world.network.link = 'refused';
-    await model.runUntil(600);
+    await model.runUntil(300);
     const holeHitsBefore = world.blackHoleHits();
     world.network.link = 'black-hole';
-    await model.runUntil(630);
+    await model.runUntil(315);
     expect(world.blackHoleHits()).toBeGreaterThan(holeHitsBefore);
-    const outage = answersIn(answers, 300, 630);
-    expect(outage.length).toBeGreaterThan(30);
+    const outage = answersIn(answers, 135, 315);
+    expect(outage.length).toBeGreaterThan(15);
     expect(outage.every((a) => a.status === 200 && a.source === 'hold' && a.value === TARGET)).toBe(true);
-    expect(hpaSteps(model, 300, 630).every((s) => s.replicasAfter === 6)).toBe(true);
+    expect(hpaSteps(model, 135, 315).every((s) => s.replicasAfter === 6)).toBe(true);
 
     world.network.link = 'up';
-    await model.runUntil(960);
-    expect(answersIn(answers, 840, 960).every((a) => a.source === 'fresh' && a.value === 70)).toBe(true);
-    expect(Math.max(...model.steps.filter((s) => s.atSeconds >= 300).map((s) => s.replicasAfter))).toBe(6);
+    await model.runUntil(480);
+    expect(answersIn(answers, 420, 480).every((a) => a.source === 'fresh' && a.value === 70)).toBe(true);
+    expect(Math.max(...model.steps.filter((s) => s.atSeconds >= 135).map((s) => s.replicasAfter))).toBe(6);
     expect(model.replicas).toBe(6); // 420 / 6 = 70: right for the new load
   });
 
   it('Value WITHOUT hold: a last-good value above target keeps scaling out to max', async () => {
     world.network.link = 'up';
     const { model, answers, setLoad } = pressureRun('cart', 'service=cart');
-    await model.runUntil(285);
+    await model.runUntil(120);
     expect(model.replicas).toBe(4);
     setLoad(420);
-    await model.runUntil(300);
+    await model.runUntil(135);
     expect(model.replicas).toBe(6);
 
     world.network.link = 'refused';
-    await model.runUntil(720);
-    const outage = answersIn(answers, 300, 720);
+    await model.runUntil(300);
+    const outage = answersIn(answers, 135, 300);
     expect(outage.every((a) => a.status === 200 && a.source === 'last_good' && a.value === 100)).toBe(true);
-    const counts = hpaSteps(model, 300, 720).map((s) => s.replicasAfter);
+    const counts = hpaSteps(model, 135, 300).map((s) => s.replicasAfter);
     // ceil(6 × 100/70) = 9, ceil(9 × 100/70) = 13 → max: the frozen value compounds every sync.
     expect(counts.slice(0, 3)).toEqual([9, 10, 10]);
     expect(counts.every((n) => n === MAX || n === 9)).toBe(true);
@@ -94,9 +94,9 @@ describe('KEDA + HPA over the real shim through a ClickHouse outage', () => {
     // Back up: 420 over 10 pods reads 42, but scale-down stabilisation holds
     // the over-scaled count for another 300 s before it returns to 6.
     world.network.link = 'up';
-    await model.runUntil(1005);
+    await model.runUntil(585);
     expect(model.replicas).toBe(MAX);
-    await model.runUntil(1200);
+    await model.runUntil(600);
     expect(model.replicas).toBe(6);
   });
 
@@ -108,23 +108,23 @@ describe('KEDA + HPA over the real shim through a ClickHouse outage', () => {
       kedaFetch(`${world.shimUrl}/keda/hunt-backlog`, world.clock, answers),
     );
     await world.setBacklog(8);
-    await model.runUntil(285);
+    await model.runUntil(120);
     expect(model.replicas).toBe(4);
     await world.setBacklog(12);
-    await model.runUntil(300);
+    await model.runUntil(135);
     expect(model.replicas).toBe(6);
 
     world.network.link = 'refused';
-    await model.runUntil(900);
-    const outage = answersIn(answers, 300, 900);
+    await model.runUntil(450);
+    const outage = answersIn(answers, 135, 450);
     expect(outage.every((a) => a.status === 200 && a.source === 'last_good' && a.value === 12)).toBe(true);
-    expect(hpaSteps(model, 300, 900).every((s) => s.replicasAfter === 6)).toBe(true);
+    expect(hpaSteps(model, 135, 450).every((s) => s.replicasAfter === 6)).toBe(true);
     // One request per poll: the shim hid the outage from KEDA (no retries, no fallback).
     expect(model.requests).toBe(model.steps.length);
 
     world.network.link = 'up';
-    await model.runUntil(960);
-    expect(answersIn(answers, 900, 960).every((a) => a.source === 'fresh' && a.value === 12)).toBe(true);
+    await model.runUntil(510);
+    expect(answersIn(answers, 450, 510).every((a) => a.source === 'fresh' && a.value === 12)).toBe(true);
     expect(model.replicas).toBe(6);
   });
 });
