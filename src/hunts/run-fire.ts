@@ -17,7 +17,8 @@ import { runWindow, type RunWindow } from './window.js';
  */
 export interface RunnerEvents {
   tick?(record: TickRecord): void;
-  claim?(event: { runnerId: string; huntId: string; fire: number; outcome: ClaimMetricOutcome }): void;
+  /** `plannedAt`: the ClickHouse clock (epoch seconds) of the tick that planned the claim. */
+  claim?(event: { runnerId: string; huntId: string; fire: number; plannedAt: number; outcome: ClaimMetricOutcome }): void;
   statement?(event: { runnerId: string; huntId: string; fire: number; index: number }): void;
   run?(event: { runnerId: string; huntId: string; fire: number; outcome: RunOutcome; window: RunWindow }): void;
 }
@@ -68,7 +69,8 @@ function startRenewal(ctx: FireContext, huntId: string, fire: number): () => voi
 
 function claimed(ctx: FireContext, planned: PlannedRun, outcome: ClaimMetricOutcome): void {
   ctx.metrics.claims.inc({ outcome });
-  ctx.events.claim?.({ runnerId: ctx.runnerId, huntId: planned.spec.huntId, fire: planned.fire, outcome });
+  const plannedAt = planned.fire + planned.latenessSeconds;
+  ctx.events.claim?.({ runnerId: ctx.runnerId, huntId: planned.spec.huntId, fire: planned.fire, plannedAt, outcome });
 }
 
 export async function runPlannedFire(ctx: FireContext, planned: PlannedRun): Promise<void> {
