@@ -1,5 +1,5 @@
 import { mkdirSync, readFileSync } from 'node:fs';
-import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import type { ClickHouseConfig } from '../config/load.js';
 import { DfeError, describeError } from '../errors.js';
 
@@ -33,6 +33,10 @@ export async function openClickHouse(config: ClickHouseConfig): Promise<ClickHou
     ...(tls ? { tls } : {}),
     ...(config.verifyTls ? {} : { http_agent: await insecureAgent(), set_basic_auth_header: true }),
     keep_alive: { enabled: true, idle_socket_ttl: 2_500 },
+    // The client's own logger writes every failed request (with a stack) to the
+    // console, outside pino and its once-per-key-per-minute rate limit: during an
+    // outage that floods the logs. Callers log failures themselves.
+    log: { level: ClickHouseLogLevel.OFF },
   });
   return {
     client,

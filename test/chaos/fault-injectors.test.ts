@@ -46,6 +46,7 @@ describe('fault injectors', () => {
     ['html body', () => garbageServer('html'), 'some'],
     ['truncated JSON', () => garbageServer('truncated-json'), 'some'],
     ['short body', () => garbageServer('short-body'), 'some'],
+    ['JSON of the wrong shape', () => garbageServer('wrong-shape'), 'some'],
     ['raw non-HTTP bytes', rawGarbageServer, 'some'],
     ['connection reset', resetServer, 'some'],
   ];

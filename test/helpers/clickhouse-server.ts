@@ -75,12 +75,17 @@ function installExitHook(): void {
   });
 }
 
-export async function startClickHouseServer(): Promise<ClickHouseServerProcess> {
+export interface StartServerOptions {
+  /** Listen here (e.g. a port a test held refused until now). Default: a free port. */
+  readonly port?: number;
+}
+
+export async function startClickHouseServer(options: StartServerOptions = {}): Promise<ClickHouseServerProcess> {
   const found = clickHouseServerAvailability();
   if (found.kind === 'missing') throw new Error(found.reason);
   installExitHook();
   const dir = mkdtempSync(join(tmpdir(), 'dfe-chserver-'));
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   writeConfig(dir, port);
   const url = `http://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;

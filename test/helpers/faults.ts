@@ -95,12 +95,13 @@ export async function http500Server(): Promise<FaultEndpoint> {
   });
 }
 
-export type GarbageKind = 'html' | 'truncated-json' | 'short-body';
+export type GarbageKind = 'html' | 'truncated-json' | 'short-body' | 'wrong-shape';
 
 /**
  * HTTP 200 whose body is not a result: `html` (not JSON at all),
  * `truncated-json` (a complete HTTP response whose JSON stops mid-object),
- * `short-body` (Content-Length promises more than is sent, then the socket closes).
+ * `short-body` (Content-Length promises more than is sent, then the socket closes),
+ * `wrong-shape` (valid JSON with no rows or columns in it, as a proxy's error page might be).
  */
 export async function garbageServer(kind: GarbageKind): Promise<FaultEndpoint> {
   return httpServer((_req, res) => {
@@ -112,6 +113,10 @@ export async function garbageServer(kind: GarbageKind): Promise<FaultEndpoint> {
       case 'truncated-json':
         res.writeHead(200, clickHouseHeaders());
         res.end('{"value":');
+        return;
+      case 'wrong-shape':
+        res.writeHead(200, clickHouseHeaders());
+        res.end('{"error":"upstream unavailable","retry":true}\n');
         return;
       case 'short-body':
         res.writeHead(200, { ...clickHouseHeaders(), 'Content-Length': '64' });
