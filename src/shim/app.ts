@@ -100,6 +100,12 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
     ctx.lifecycle.state = 'closing';
   });
   app.addHook('onClose', async () => unsubscribe());
+  // A request in flight when close began came on a keep-alive socket that
+  // Node's server.close() only reaps when idle: end it with this answer, or
+  // close would wait for the client to hang up.
+  app.addHook('onSend', async (_request, reply) => {
+    if (ctx.lifecycle.state === 'closing') void reply.header('connection', 'close');
+  });
   app.addHook('onResponse', async (request, reply) => {
     request.log.debug({ path: request.url.split('?')[0], status: reply.statusCode, ms: reply.elapsedTime }, 'answered');
   });

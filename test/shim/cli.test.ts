@@ -105,9 +105,9 @@ describe('startup errors: one line naming the key or file', () => {
 });
 
 describe('run', () => {
-  it('serves, reloads on a change and survives SIGHUP (a reload, not an exit), exits 0 on SIGTERM', async () => {
+  it('serves, reloads on a change, survives SIGHUP (a reload, not an exit), finishes in-flight answers and exits 0 on SIGTERM', async () => {
     const port = await freePort();
-    const queries = file('queries.yaml', 'queries:\n  answer:\n    sql: "SELECT 42 AS v"\n');
+    const queries = file('queries.yaml', 'queries:\n  answer:\n    sql: "SELECT 42 AS v"\n  slow:\n    sql: "SELECT sleep(0.5) + 1"\n');
     const override = file('override.yaml', 'queries: {}\n');
     const base = `http://127.0.0.1:${port}`;
     const { child, exit } = start([
@@ -130,8 +130,16 @@ describe('run', () => {
     child.kill('SIGHUP');
     await vi.waitFor(() => expect(logs).toContain('SIGHUP: reloading the catalogue'), { timeout: 10_000, interval: 50 });
     expect((await fetch(`${base}/q/answer`)).status).toBe(200);
+    // SIGTERM while an answer is in flight: it is finished, then the process exits 0.
+    const inflight = fetch(`${base}/q/slow`).then(async (r) => ({ status: r.status, body: await r.json() }));
+    await vi.waitFor(async () => expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/dfe_keda_shim_inflight_queries 1/), {
+      timeout: 10_000,
+      interval: 20,
+    });
     child.kill('SIGTERM');
+    expect(await inflight).toEqual({ status: 200, body: { value: 1, source: 'fresh', age_seconds: 0 } });
     const done = await exit;
+    if (done.code !== 0) console.log(logs, done.stderr);
     expect(done.code).toBe(0);
   });
 });
