@@ -32,6 +32,7 @@ const MATRIX: Record<string, object> = {
           window_column: '_timestamp_load',
           settings: { max_memory_usage: 4000000000 },
         },
+        'failed-logins.yaml': 'schedule: {mode: rate, interval: 90s}\nqueries:\n  - INSERT INTO dfe.detections SELECT 2 WHERE {window}\n',
       },
     },
   },
@@ -182,6 +183,10 @@ describe.skipIf(skip)('helm chart', () => {
     expect(mount.readOnly).toBe(true);
     expect(configPath).toBe(`${mount.mountPath}/queries.yaml`);
     expect(shim.spec.template.metadata.annotations['checksum/query-override']).toMatch(/^[0-9a-f]{64}$/);
+    // hotReload: no checksum on the pod template, so pods stay and the shim re-reads the file.
+    const hot = helmTemplate({ ...CH, kedaShim: { queryOverrideReload: 'hotReload', queryOverride: { pressure: { timeout_seconds: 3 } } } }).manifests;
+    expect(one(hot, 'Deployment', '-shim').spec.template.metadata.annotations?.['checksum/query-override']).toBeUndefined();
+    expect(envOf(container(one(hot, 'Deployment', '-shim'), 'shim')).DFE_KEDA_SHIM_QUERY_CONFIG).toBe(configPath);
     // Another catalogue, another checksum: the Deployment rolls.
     const other = helmTemplate({ ...CH, kedaShim: { queryOverride: { pressure: { timeout_seconds: 4 } } } }).manifests;
     expect(one(other, 'Deployment', '-shim').spec.template.metadata.annotations['checksum/query-override']).not.toBe(
@@ -189,10 +194,11 @@ describe.skipIf(skip)('helm chart', () => {
     );
   });
 
-  it('hunts ConfigMap: one <id>.yaml per hunt, big integers survive', () => {
+  it('hunts ConfigMap: one <id>.yaml per hunt, objects rendered, YAML text kept as written, big integers intact', () => {
     const { manifests } = render('override catalogue + hunts');
     const hunts = one(manifests, 'ConfigMap', '-hunts');
-    expect(Object.keys(hunts.data)).toEqual(['brute-force-ssh.yaml']);
+    expect(Object.keys(hunts.data).sort()).toEqual(['brute-force-ssh.yaml', 'failed-logins.yaml']);
+    expect(hunts.data['failed-logins.yaml']).toBe('schedule: {mode: rate, interval: 90s}\nqueries:\n  - INSERT INTO dfe.detections SELECT 2 WHERE {window}\n');
     expect(parse(hunts.data['brute-force-ssh.yaml'])).toEqual({
       schedule: { mode: 'rate', interval: '5m' },
       queries: ['INSERT INTO dfe.detections SELECT 1 WHERE {window}'],
