@@ -104,6 +104,15 @@ export class Runner {
     this.deps.log.info({ added: plan.added, changed: plan.changed, tombstoned: plan.tombstoned }, materialiseSummary(plan, coord.database));
   }
 
+  /** On start: materialise at once (SPEC §7.5); if ClickHouse is down, the first tick that reaches it does. */
+  async prepare(): Promise<void> {
+    try {
+      await this.materialiseIfNeeded(await this.coordinator());
+    } catch (err) {
+      this.markClickHouse('down', err);
+    }
+  }
+
   private markClickHouse(state: 'up' | 'down', err?: unknown): void {
     if (state === 'down' && this.chState !== 'down') {
       this.deps.log.error({ err: describeError(err) }, 'ClickHouse unreachable; ticks are skipped until it answers');

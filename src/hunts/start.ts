@@ -81,6 +81,7 @@ export async function startRunner(options: StartRunnerOptions): Promise<RunnerHa
     events: options.events ?? {},
   });
   runner.loadHunts();
+  await runner.prepare();
 
   let stopping = false;
   const wake = new AbortController();
