@@ -153,3 +153,41 @@ export function openFdCount(): number | undefined {
     return undefined;
   }
 }
+
+export interface LoadTally {
+  total: number;
+  non200: number;
+  /** Answers whose value was not a number or above `ceiling`. */
+  aboveCeiling: number;
+  bySource: Record<string, number>;
+  firstProblem: string | undefined;
+}
+
+/**
+ * Like `poll`, but keeps counts instead of every answer (a soak sends too many
+ * to keep), paced by `pauseMs` between a loop's requests, until `stop()` says so.
+ */
+export async function pollTally(
+  urls: readonly string[],
+  options: { concurrency: number; pauseMs: number; ceiling: number; stop: () => boolean },
+): Promise<LoadTally> {
+  const tally: LoadTally = { total: 0, non200: 0, aboveCeiling: 0, bySource: {}, firstProblem: undefined };
+  const loop = async (index: number) => {
+    let i = index;
+    while (!options.stop()) {
+      const url = urls[i++ % urls.length] as string;
+      const { status, body } = await getJson(url);
+      tally.total += 1;
+      const source = body.source ?? 'none';
+      tally.bySource[source] = (tally.bySource[source] ?? 0) + 1;
+      if (status !== 200) tally.non200 += 1;
+      if (typeof body.value !== 'number' || body.value > options.ceiling) tally.aboveCeiling += 1;
+      if ((status !== 200 || typeof body.value !== 'number' || body.value > options.ceiling) && tally.firstProblem === undefined) {
+        tally.firstProblem = `${url} → ${status} ${JSON.stringify(body)}`;
+      }
+      await new Promise((r) => setTimeout(r, options.pauseMs));
+    }
+  };
+  await Promise.all(Array.from({ length: options.concurrency }, (_, i) => loop(i)));
+  return tally;
+}
