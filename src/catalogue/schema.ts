@@ -11,8 +11,12 @@ import { DATABASE_NAME } from '../config/schema.js';
 export const QUERY_NAME = /^[A-Za-z0-9_-]+$/;
 /** Params and bind keys become ClickHouse `{name:Type}` placeholders: identifiers only. */
 export const PARAM_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-/** Request parameters the shim itself reads (SPEC §4.4); a query may not declare them. */
-export const RESERVED_PARAMS: readonly string[] = Object.freeze(['hold']);
+/**
+ * Request parameters the shim itself reads — `hold` (the trigger target, SPEC §4.4)
+ * and `api_key` (KEDA's apiKey auth in the query string) — never bound, never part
+ * of a cache key, so a query may not declare them.
+ */
+export const RESERVED_PARAMS: readonly string[] = Object.freeze(['hold', 'api_key']);
 export const BUILTINS = ['hunt_backlog'] as const;
 export type Builtin = (typeof BUILTINS)[number];
 
@@ -23,7 +27,7 @@ const nonNegative = finite('a number ≥ 0').nonnegative({ error: 'must be ≥ 0
 const paramName = z
   .string({ error: 'must be a string' })
   .regex(PARAM_NAME, { error: 'must be an identifier ([A-Za-z_][A-Za-z0-9_]*)' })
-  .refine((name) => !RESERVED_PARAMS.includes(name), { error: 'is reserved (the trigger target, SPEC §4.4) and cannot be declared' });
+  .refine((name) => !RESERVED_PARAMS.includes(name), { error: 'is reserved by the shim (hold: the trigger target; api_key: auth) and cannot be declared' });
 
 const RESULT_FIELD = 'must be a column index (an integer ≥ 0) or a column name';
 

@@ -50,7 +50,9 @@ async function main(): Promise<void> {
     log: logger,
     serve: { host: config.shim.host, port: config.runner.metricsPort },
   });
-  const shim = await startShim({ config, clickhouse: handle, logger, handleSignals: false });
+  // The shim gets its own connection: on the embedded engine one connection runs one
+  // query at a time and per-query settings outlive the query (see docs/embedded.md).
+  const shim = await startShim({ config, logger, handleSignals: false });
 
   const base = shim.url;
   const service = DEMO_PRESSURE_SERVICES[0]?.service ?? 'demo-ingest';

@@ -5,6 +5,12 @@ import { DfeError, describeError } from '../errors.js';
 
 export type { ClickHouseClient } from '@clickhouse/client';
 
+/**
+ * The client's own logger writes to the console, outside pino and its redaction.
+ * Every failure surfaces as a rejected promise that our callers log, so it is off.
+ */
+const CLIENT_LOG = { level: ClickHouseLogLevel.OFF };
+
 export interface ClickHouseHandle {
   readonly client: ClickHouseClient;
   readonly backend: 'server' | 'embedded';
@@ -70,6 +76,6 @@ async function openEmbedded(path: string): Promise<ClickHouseHandle> {
     );
   }
   if (path !== ':memory:') mkdirSync(path, { recursive: true });
-  const client = createClient({ connection: createChdbConnection({ path }) as never });
+  const client = createClient({ connection: createChdbConnection({ path }) as never, log: CLIENT_LOG });
   return { client, backend: 'embedded', target: `embedded:${path}`, close: () => client.close() };
 }

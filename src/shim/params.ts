@@ -5,8 +5,7 @@ import type { DeclaredParams } from './key.js';
 /** SPEC §3: 1–253 chars of `[A-Za-z0-9_.:-]` (a Kubernetes name fits). */
 export const PARAM_VALUE = /^[A-Za-z0-9_.:-]{1,253}$/;
 
-/** Request params with a meaning of their own; never bound, never part of a cache key. */
-export const RESERVED_PARAMS: readonly string[] = Object.freeze(['hold', 'api_key']);
+export { RESERVED_PARAMS } from '../catalogue/schema.js';
 
 /** A request's query string as Fastify parses it. */
 export type RawQueryString = Readonly<Record<string, unknown>>;

@@ -69,6 +69,7 @@ describe('keys and types (per file, strict)', () => {
   it('params are identifiers', () =>
     expectInvalid(q('    params: [ok, "bad-name"]\n'), { query: 'foo', key: 'params[1]', says: '"bad-name" must be an identifier' }));
   it('"hold" is a reserved param', () => expectInvalid(q('    params: [hold]\n'), { query: 'foo', key: 'params[0]', says: '"hold" is reserved' }));
+  it('"api_key" is a reserved param', () => expectInvalid(q('    params: [api_key]\n'), { query: 'foo', key: 'params[0]', says: '"api_key" is reserved' }));
   it('a param is listed once', () => expectInvalid(q('    params: [a, a]\n'), { query: 'foo', key: 'params', says: 'lists a parameter twice' }));
   it('bind names are identifiers', () =>
     expectInvalid(q('    binds: {"bad-name": 1}\n'), { query: 'foo', key: 'binds.bad-name', says: 'is not a valid bind name' }));

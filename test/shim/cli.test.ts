@@ -1,35 +1,21 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { build } from 'rolldown';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 
 /**
- * The CLI through its process. Node 20 cannot run TypeScript, so the entry is
- * bundled first (rolldown, which vitest already brings) into node_modules/.cache,
- * where package imports still resolve; no `npm run build` of the shared dist/.
+ * The CLI through its process: the compiled entry in dist/, built once for the
+ * whole run by test/global-setup.ts.
  */
 const root = resolve(import.meta.dirname, '../..');
-const outDir = join(root, 'node_modules', '.cache', `dfe-shim-cli-${process.pid}`);
-const entry = join(outDir, 'shim.mjs');
+const entry = join(root, 'dist', 'src', 'cli', 'shim.js');
 const dir = mkdtempSync(join(tmpdir(), 'dfe-shim-cli-'));
 const children: ChildProcess[] = [];
 
-beforeAll(async () => {
-  mkdirSync(outDir, { recursive: true });
-  await build({
-    input: join(root, 'src/cli/shim.ts'),
-    platform: 'node',
-    external: (id) => !id.startsWith('.') && !id.startsWith('/'),
-    output: { file: entry, format: 'esm' },
-    logLevel: 'warn',
-  });
-});
 afterAll(() => {
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
-  rmSync(outDir, { recursive: true, force: true });
   rmSync(dir, { recursive: true, force: true });
 });
 
