@@ -3,9 +3,11 @@
  * kubeconform -strict against the Kubernetes and KEDA schemas, and the fields that matter
  * asserted on the parsed output.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { CHART, KUBE_VERSION, byKind, helmTemplate, kubeconform, missing, prepareSchemas, run, tools, type Manifest } from './tools.js';
+import { CHART, KUBE_VERSION, REPO, byKind, helmTemplate, kubeconform, missing, prepareSchemas, run, tools, type Manifest } from './tools.js';
 
 const CH = { clickhouse: { url: 'https://clickhouse.example:8443', existingSecret: 'ch-password' } };
 
@@ -311,5 +313,23 @@ describe.skipIf(skip)('helm chart', () => {
       [{ kedaShim: { replica: 3 } }, /replica/],
     ];
     for (const [values, message] of bad) expect(() => helmTemplate(values), JSON.stringify(values)).toThrow(message);
+  });
+});
+
+describe('docs/chart.md', () => {
+  /** Leaf keys of values.yaml (objects with content are walked, everything else is a leaf). */
+  function leafKeys(node: unknown, prefix = ''): string[] {
+    if (node === null || typeof node !== 'object' || Array.isArray(node) || Object.keys(node).length === 0) return [prefix];
+    return Object.entries(node).flatMap(([key, value]) => leafKeys(value, prefix ? `${prefix}.${key}` : key));
+  }
+
+  it('documents every values key (the key, or a parent of it, in backticks)', () => {
+    const doc = readFileSync(join(REPO, 'docs', 'chart.md'), 'utf8');
+    const documented = new Set([...doc.matchAll(/`([A-Za-z][\w.]*)`/g)].map((m) => m[1]!));
+    const undocumented = leafKeys(parse(readFileSync(join(CHART, 'values.yaml'), 'utf8'))).filter((key) => {
+      const parts = key.split('.');
+      return !parts.some((_, i) => documented.has(parts.slice(0, i + 1).join('.')));
+    });
+    expect(undocumented).toEqual([]);
   });
 });
