@@ -3,7 +3,8 @@
  * kubeconform -strict against the Kubernetes and KEDA schemas, and the fields that matter
  * asserted on the parsed output.
  */
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -300,6 +301,30 @@ describe.skipIf(skip)('helm chart', () => {
         expect(c.volumeMounts).toContainEqual({ name: 'tmp', mountPath: '/tmp' });
       }
       expect(spec.volumes).toContainEqual({ name: 'tmp', emptyDir: { sizeLimit: '64Mi' } });
+    }
+  });
+
+  it('NOTES.txt tells the operator how to port-forward and curl the shim', () => {
+    // `helm template` does not print NOTES.txt (install does, but needs a cluster): render a
+    // copy of it through `tpl` in a scratch copy of the chart.
+    const copy = mkdtempSync(join(tmpdir(), 'dfe-notes-'));
+    try {
+      cpSync(CHART, copy, { recursive: true });
+      cpSync(join(CHART, 'templates', 'NOTES.txt'), join(copy, 'notes.txt'));
+      writeFileSync(
+        join(copy, 'templates', 'zz-notes.yaml'),
+        'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: notes}\ndata:\n  notes: {{ tpl (.Files.Get "notes.txt") . | toJson }}\n',
+      );
+      const notes = helmTemplate({ ...CH, kedaShim: { auth: { enabled: true, mode: 'bearer', existingSecret: 'shim-auth' } } }, copy).manifests.find(
+        (m) => m.metadata.name === 'notes',
+      )!.data.notes as string;
+      expect(notes).toContain('kubectl -n dfe port-forward svc/rel-dfe-keda-shim-shim 8080:8080');
+      expect(notes).toContain('curl -s http://127.0.0.1:8080/keda/hunt-backlog');
+      expect(notes).toContain("curl -s 'http://127.0.0.1:8080/keda/pressure?service=<ServiceName>&hold=70'");
+      expect(notes).toContain('Authorization: Bearer');
+      expect(notes).toContain('kubectl -n dfe logs job/rel-dfe-keda-shim-materialise');
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
     }
   });
 
