@@ -4,40 +4,68 @@ import { join } from 'node:path';
 import { openClickHouse } from '../src/clickhouse/client.js';
 import { loadConfig } from '../src/config/load.js';
 import { describeError } from '../src/errors.js';
+import { writePerformanceDoc } from './docs.js';
 import { benchDueQuery } from './due-query.js';
+import { benchDistinctParams } from './memory-bench.js';
 import { formatLine, summary, type BenchLine } from './report.js';
+import { benchRunner } from './runner-bench.js';
+import { benchCached, benchFresh, benchHung, benchSingleFlight } from './shim-bench.js';
+import { openBenchTarget } from './target.js';
 
 /**
  * `npm run bench`: every figure on loopback, bounded in count and time, each
  * printed with its same-run baseline and goal, then a summary; the figures are
- * written to docs/performance.md.
+ * written to docs/performance.md. A section that cannot run says why and the
+ * others go on.
  */
 type Section = { readonly name: string; readonly run: () => Promise<BenchLine[]> };
 
-async function main(): Promise<void> {
+async function main(): Promise<number> {
+  const startedMs = Date.now();
   const embeddedPath = mkdtempSync(join(tmpdir(), 'dfe-bench-ch-'));
   const config = loadConfig({ DFE_EMBEDDED_PATH: embeddedPath, DFE_CLICKHOUSE_BACKEND: 'embedded' }).clickhouse;
   const embedded = await openClickHouse(config);
-  const sections: Section[] = [{ name: 'due query', run: () => benchDueQuery(embedded.client) }];
+  const target = await openBenchTarget(embedded);
+  console.log(`bench: shim ClickHouse = ${target.description}; embedded engine at ${embeddedPath}`);
+  await embedded.client.command({ query: 'CREATE DATABASE IF NOT EXISTS bench_shim' });
+  const sections: Section[] = [
+    { name: 'shim, cached value', run: () => benchCached(target) },
+    { name: 'shim, fresh value', run: () => benchFresh(target) },
+    { name: 'shim, ClickHouse hung', run: () => benchHung() },
+    { name: 'shim, single-flight', run: () => benchSingleFlight(target) },
+    { name: 'shim, distinct parameter values', run: () => benchDistinctParams(embedded, 'bench_shim') },
+    { name: 'runner', run: () => benchRunner(embedded, embeddedPath) },
+    { name: 'due query', run: () => benchDueQuery(embedded.client) },
+  ];
+  // `node dist/bench/run.js runner due` runs only the sections whose names contain a word given.
+  const only = process.argv.slice(2);
+  const chosen = only.length === 0 ? sections : sections.filter((s) => only.some((word) => s.name.includes(word)));
   const lines: BenchLine[] = [];
   try {
-    for (const section of sections) {
+    for (const section of chosen) {
+      let got: BenchLine[];
       try {
-        for (const line of await section.run()) {
-          lines.push(line);
-          console.log(formatLine(line));
-        }
+        got = await section.run();
       } catch (err) {
-        const line: BenchLine = { kind: 'skipped', name: section.name, reason: `failed: ${describeError(err)}` };
+        got = [{ kind: 'skipped', name: section.name, reason: `failed: ${describeError(err)}` }];
+      }
+      for (const line of got) {
         lines.push(line);
         console.log(formatLine(line));
       }
     }
   } finally {
+    await target.close();
+    await embedded.client.command({ query: 'DROP DATABASE IF EXISTS bench_shim' }).catch(() => undefined);
     await embedded.close();
     rmSync(embeddedPath, { recursive: true, force: true });
   }
   console.log(summary(lines));
+  if (chosen.length !== sections.length) return 0;
+  const docPath = join(process.cwd(), 'docs', 'performance.md');
+  writePerformanceDoc(docPath, lines, { target: target.description, seconds: (Date.now() - startedMs) / 1000 });
+  console.log(`bench: figures written to ${docPath}`);
+  return 0;
 }
 
-await main();
+process.exitCode = await main();

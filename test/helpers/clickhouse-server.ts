@@ -78,6 +78,8 @@ function installExitHook(): void {
 export interface StartServerOptions {
   /** Listen here (e.g. a port a test held refused until now). Default: a free port. */
   readonly port?: number;
+  /** Record every query in system.query_log (to count what reached the server). Default false. */
+  readonly logQueries?: boolean;
 }
 
 export async function startClickHouseServer(options: StartServerOptions = {}): Promise<ClickHouseServerProcess> {
@@ -86,7 +88,7 @@ export async function startClickHouseServer(options: StartServerOptions = {}): P
   installExitHook();
   const dir = mkdtempSync(join(tmpdir(), 'dfe-chserver-'));
   const port = options.port ?? (await freePort());
-  writeConfig(dir, port);
+  writeConfig(dir, port, options.logQueries ?? false);
   const url = `http://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
 
@@ -161,7 +163,7 @@ function logTail(dir: string): string {
 }
 
 /** HTTP only on 127.0.0.1, no TCP/interserver ports, small caches, one user. */
-function writeConfig(dir: string, port: number): void {
+function writeConfig(dir: string, port: number, logQueries: boolean): void {
   for (const sub of ['data', 'tmp', 'user_files', 'format_schemas']) mkdirSync(join(dir, sub), { recursive: true });
   writeFileSync(
     join(dir, 'config.xml'),
@@ -181,6 +183,7 @@ function writeConfig(dir: string, port: number): void {
   <uncompressed_cache_size>67108864</uncompressed_cache_size>
   <max_concurrent_queries>100</max_concurrent_queries>
   <keep_alive_timeout>3</keep_alive_timeout>
+  <query_log><database>system</database><table>query_log</table><flush_interval_milliseconds>500</flush_interval_milliseconds></query_log>
 </yandex>
 `,
   );
@@ -188,7 +191,7 @@ function writeConfig(dir: string, port: number): void {
     join(dir, 'users.xml'),
     `<?xml version="1.0"?>
 <yandex>
-  <profiles><default><max_memory_usage>1000000000</max_memory_usage></default></profiles>
+  <profiles><default><max_memory_usage>1000000000</max_memory_usage><log_queries>${logQueries ? 1 : 0}</log_queries></default></profiles>
   <users>
     <default>
       <password></password>

@@ -1,0 +1,199 @@
+import { Agent, request } from 'undici';
+import type { ClickHouseClient } from '@clickhouse/client';
+import { blackHoleServer } from '../test/helpers/faults.js';
+import { runLoad, type LoadResult } from './load.js';
+import { goal, int, ms, percentile, type BenchLine } from './report.js';
+import { startBareFastify, startBenchShim } from './servers.js';
+import type { BenchTarget } from './target.js';
+
+/** The shim's HTTP figures (SPEC §4, §5): cached, fresh, hung ClickHouse, single-flight. */
+const LOAD_SECONDS = 4;
+const ROUNDS = 2;
+const CONNECTIONS = 10;
+const HUNG_CONNECTIONS = 10;
+
+function shimTarget(target: BenchTarget) {
+  return target.kind === 'server' ? { url: target.url } : target.direct;
+}
+
+export async function benchCached(target: BenchTarget): Promise<BenchLine[]> {
+  const shim = await startBenchShim(
+    `queries:
+  cached:
+    database: default
+    sql: "SELECT 42 AS value"
+    fresh_for_seconds: 86400
+`,
+    shimTarget(target),
+  );
+  const bare = await startBareFastify({ value: 42, source: 'fresh', age_seconds: 0 });
+  const shimUrl = `${shim.url}/q/cached`;
+  const bareUrl = `${bare.url}/q/cached`;
+  try {
+    await runLoad(shimUrl, { connections: CONNECTIONS, durationSeconds: 1 }); // warm-up
+    await runLoad(bareUrl, { connections: CONNECTIONS, durationSeconds: 1 });
+    // Throughput: alternate the two (A B A B) and keep each one's best, so a burst of
+    // other work on the machine does not decide the ratio.
+    const base = [];
+    const got = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      base.push(await runLoad(bareUrl, { connections: CONNECTIONS, durationSeconds: LOAD_SECONDS }));
+      got.push(await runLoad(shimUrl, { connections: CONNECTIONS, durationSeconds: LOAD_SECONDS }));
+    }
+    const best = (runs: LoadResult[]) => runs.reduce((a, b) => (b.rps > a.rps ? b : a));
+    const ratio = best(got).rps / best(base).rps;
+    const non2xx = got.reduce((n, r) => n + r.non2xx + r.errors, 0);
+    // Latency: sequential, interleaved, timed with performance.now() (autocannon keeps whole ms).
+    const latency = await interleavedLatency(shimUrl, bareUrl, 2_000);
+    const p99Ratio = latency.a.p99 / latency.b.p99;
+    return [
+      {
+        kind: 'figure',
+        name: `shim, cached value (${CONNECTIONS} connections, best of ${ROUNDS} × ${LOAD_SECONDS} s; latency: 2,000 sequential)`,
+        measured:
+          `${int(best(got).rps)} req/s (${ratio.toFixed(2)}×), p50 ${ms(latency.a.p50)}, p99 ${ms(latency.a.p99)} (${p99Ratio.toFixed(2)}×), ` +
+          `${non2xx} non-2xx`,
+        baseline: `bare Fastify route, same JSON: ${int(best(base).rps)} req/s, p50 ${ms(latency.b.p50)}, p99 ${ms(latency.b.p99)}`,
+        goal: '≥ 0.7× throughput, p99 ≤ 2×, all 2xx',
+        outcome: goal(ratio >= 0.7 && p99Ratio <= 2 && non2xx === 0),
+      },
+    ];
+  } finally {
+    await shim.close();
+    await bare.app.close();
+  }
+}
+
+/** p50/p99 of `count` sequential GETs on each of two URLs, alternating. */
+async function interleavedLatency(aUrl: string, bUrl: string, count: number) {
+  const agent = new Agent({ connections: 1 });
+  const a: number[] = [];
+  const b: number[] = [];
+  try {
+    for (let i = 0; i < count + 100; i++) {
+      const ta = (await timeGet(agent, aUrl)).ms;
+      const tb = (await timeGet(agent, bUrl)).ms;
+      if (i >= 100) {
+        a.push(ta);
+        b.push(tb);
+      }
+    }
+  } finally {
+    await agent.close();
+  }
+  const stats = (xs: number[]) => ({ p50: percentile(xs, 50), p99: percentile(xs, 99) });
+  return { a: stats(a), b: stats(b) };
+}
+
+async function timeDirect(client: ClickHouseClient, query: string): Promise<number> {
+  const started = performance.now();
+  const rs = await client.query({
+    query,
+    format: 'JSONCompact',
+    clickhouse_settings: { max_execution_time: 5, output_format_json_quote_denormals: 1 },
+  });
+  await rs.json();
+  return performance.now() - started;
+}
+
+async function timeGet(agent: Agent, url: string): Promise<{ ms: number; status: number; source: string }> {
+  const started = performance.now();
+  const res = await request(url, { dispatcher: agent });
+  const body = (await res.body.json()) as { source?: string };
+  return { ms: performance.now() - started, status: res.statusCode, source: body.source ?? '' };
+}
+
+export async function benchFresh(target: BenchTarget): Promise<BenchLine[]> {
+  const SQL = 'SELECT 42 AS value';
+  const N = 400;
+  const shim = await startBenchShim(`queries:\n  fresh:\n    database: default\n    sql: "${SQL}"\n`, shimTarget(target));
+  const agent = new Agent({ connections: 1 });
+  try {
+    const direct: number[] = [];
+    const viaShim: number[] = [];
+    const notFresh: string[] = [];
+    for (let i = 0; i < 50; i++) {
+      await timeDirect(target.direct.client, SQL);
+      await timeGet(agent, `${shim.url}/q/fresh`);
+    }
+    // Interleaved, so both see the same machine load.
+    for (let i = 0; i < N; i++) {
+      direct.push(await timeDirect(target.direct.client, SQL));
+      const got = await timeGet(agent, `${shim.url}/q/fresh`);
+      viaShim.push(got.ms);
+      if (got.status !== 200 || got.source !== 'fresh') notFresh.push(`${got.status} ${got.source}`);
+    }
+    const added = percentile(viaShim, 50) - percentile(direct, 50);
+    return [
+      {
+        kind: 'figure',
+        name: `shim, fresh value (sequential, ${N} requests)`,
+        measured: `p50 ${ms(percentile(viaShim, 50))}, p99 ${ms(percentile(viaShim, 99))}; added p50 ${ms(added)}${notFresh.length ? `; ${notFresh.length} not fresh` : ''}`,
+        baseline: `same query direct with @clickhouse/client: p50 ${ms(percentile(direct, 50))}, p99 ${ms(percentile(direct, 99))}`,
+        goal: 'added latency ≤ 1 ms p50, every answer fresh',
+        outcome: goal(added <= 1 && notFresh.length === 0),
+      },
+    ];
+  } finally {
+    await agent.close();
+    await shim.close();
+  }
+}
+
+export async function benchHung(): Promise<BenchLine[]> {
+  const DEADLINE_MS = 500;
+  const hole = await blackHoleServer();
+  const shim = await startBenchShim(
+    `queries:\n  hung:\n    database: default\n    sql: "SELECT 42 AS value"\n    deadline_ms: ${DEADLINE_MS}\n    timeout_seconds: 2\n`,
+    { url: hole.url },
+  );
+  try {
+    const got = await runLoad(`${shim.url}/q/hung`, { connections: HUNG_CONNECTIONS, durationSeconds: 5 });
+    return [
+      {
+        kind: 'figure',
+        name: `shim, ClickHouse hung (black-hole listener, deadline_ms ${DEADLINE_MS}, ${HUNG_CONNECTIONS} connections, 5 s)`,
+        measured: `${got.requests} answers, ${got.non2xx} non-2xx, ${got.errors} errors, p50 ${got.p50Ms} ms, p100 ${got.maxMs} ms`,
+        baseline: `deadline_ms + 50 = ${DEADLINE_MS + 50} ms`,
+        goal: 'every answer 200, p100 ≤ deadline_ms + 50 ms',
+        outcome: goal(got.non2xx === 0 && got.errors === 0 && got.requests > 0 && got.maxMs <= DEADLINE_MS + 50),
+      },
+    ];
+  } finally {
+    await shim.close();
+    await hole.close();
+  }
+}
+
+export async function benchSingleFlight(target: BenchTarget): Promise<BenchLine[]> {
+  const CONCURRENT = 100;
+  const marker = 'single_flight_probe';
+  const shim = await startBenchShim(
+    `queries:\n  sf:\n    database: default\n    sql: "SELECT 42 + sleep(0.3) AS ${marker}"\n    deadline_ms: 2000\n    timeout_seconds: 5\n`,
+    shimTarget(target),
+  );
+  const agent = new Agent({ connections: CONCURRENT });
+  try {
+    const before = shim.queriesStarted();
+    const answers = await Promise.all(Array.from({ length: CONCURRENT }, () => timeGet(agent, `${shim.url}/q/sf`)));
+    const started = shim.queriesStarted() - before;
+    const atServer = target.kind === 'server' ? await target.countQueries(marker) : undefined;
+    const fresh = answers.filter((a) => a.status === 200 && a.source === 'fresh').length;
+    return [
+      {
+        kind: 'figure',
+        name: `shim, ${CONCURRENT} concurrent identical requests`,
+        measured:
+          `${started} ClickHouse quer${started === 1 ? 'y' : 'ies'} started by the shim` +
+          (atServer === undefined ? '' : `, ${atServer} finished at the server (system.query_log)`) +
+          `; ${fresh}/${CONCURRENT} answered fresh`,
+        baseline: `${CONCURRENT} requests`,
+        goal: '1 query',
+        outcome: goal(started === 1 && (atServer === undefined || atServer === 1) && fresh === CONCURRENT),
+      },
+    ];
+  } finally {
+    await agent.close();
+    await shim.close();
+  }
+}
