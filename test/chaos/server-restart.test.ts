@@ -48,13 +48,13 @@ describe.skipIf(server.kind === 'missing')('a real clickhouse-server killed mid-
     try {
       await seedJobs(ch, 5);
       const url = `${chaos.url}/q/jobs`;
+      let restarted = false;
       const load = poll(url, {
         concurrency: 3,
         durationMs: 15_000,
         maxRequests: 5_000,
         until: (a) => a.atMs > 1_500 && restarted && a.body.source === 'fresh',
       });
-      let restarted = false;
       await new Promise((r) => setTimeout(r, 700));
       await ch.kill();
       await new Promise((r) => setTimeout(r, 700));

@@ -79,8 +79,14 @@ describe('ClickHouse faults under a steady poll load', () => {
   it.each(FAULTS)('%s: fresh → last_good → fresh, every answer 200, never above the last good', async (_name, makeFault, reach) => {
     const url = `${chaos.url}/q/jobs`;
     await clickhouse.use(good.target);
-    const before = await poll(url, { concurrency: 4, durationMs: 300, maxRequests: 200 });
+    const before = await poll(url, {
+      concurrency: 4,
+      durationMs: 5_000,
+      maxRequests: 500,
+      until: (a) => a.body.source === 'fresh' && a.body.value === lastGood,
+    });
     expectAllOk(before);
+    neverAbove(before, lastGood);
     expect(before.at(-1)?.body).toMatchObject({ value: lastGood, source: 'fresh' });
 
     const fault = await makeFault();

@@ -53,11 +53,19 @@ export function clickHouseServerAvailability(): ServerAvailability {
   return availability;
 }
 
+/** DFE_TEST_CLICKHOUSE_SERVER_BIN names the binary to use (or a missing path, to see the skips). */
 function probe(): ServerAvailability {
+  const forced = process.env.DFE_TEST_CLICKHOUSE_SERVER_BIN;
   const pathHit = spawnSync('sh', ['-c', 'command -v clickhouse-server'], { encoding: 'utf8' }).stdout.trim();
-  const binary = [pathHit, ...BINARY_CANDIDATES].find((b) => b !== '' && spawnSync('test', ['-x', b]).status === 0);
+  const candidates = forced ? [forced] : [pathHit, ...BINARY_CANDIDATES];
+  const binary = candidates.find((b) => b !== '' && spawnSync('test', ['-x', b]).status === 0);
   if (!binary) {
-    return { kind: 'missing', reason: 'clickhouse-server is not installed (run .ci/install-clickhouse-server.sh)' };
+    return {
+      kind: 'missing',
+      reason: forced
+        ? `DFE_TEST_CLICKHOUSE_SERVER_BIN=${forced} is not an executable`
+        : 'clickhouse-server is not installed (run .ci/install-clickhouse-server.sh)',
+    };
   }
   const dpkg = spawnSync('dpkg-query', ['-W', '-f=${Version}', 'clickhouse-server'], { encoding: 'utf8' });
   return { kind: 'available', binary, version: dpkg.status === 0 ? dpkg.stdout.trim() : 'unknown' };
