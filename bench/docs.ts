@@ -1,9 +1,13 @@
 import { writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { formatLine, summary, type BenchLine } from './report.js';
 
 /** Writes the last run's figures into docs/performance.md, with the command that produced them. */
-export function writePerformanceDoc(path: string, lines: readonly BenchLine[], context: { target: string; seconds: number }): void {
+export function writePerformanceDoc(
+  path: string,
+  lines: readonly BenchLine[],
+  context: { target: string; seconds: number; loadAtStart: number },
+): void {
   const cpu = cpus();
   const text = `# Performance
 
@@ -14,7 +18,7 @@ the bounds, not the absolute values.
 
 - command: \`npm run bench\` (= \`npm run build && node dist/bench/run.js\`)
 - run: ${new Date().toISOString()}, ${Math.round(context.seconds)} s
-- machine: ${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, Node ${process.version}
+- machine: ${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, Node ${process.version}, load average at start ${context.loadAtStart.toFixed(1)}, at end ${(loadavg()[0] ?? 0).toFixed(1)}
 - ClickHouse for the shim's fresh/single-flight figures: ${context.target}; the due query, the
   100 000-values figure and the runner use the embedded engine (chdb)
 
@@ -25,8 +29,10 @@ ${summary(lines)}
 
 How each figure is measured:
 
-- **cached value**: autocannon (a worker thread, 10 connections) against \`/q/cached\`
-  (\`fresh_for_seconds: 86400\`), then against a bare Fastify route answering the same JSON.
+- **cached value**: throughput from autocannon (a worker thread, 10 connections) on \`/q/cached\`
+  (\`fresh_for_seconds: 86400\`) and on a bare Fastify route answering the same JSON, alternated
+  twice, each keeping its best run; latency from 2 000 sequential requests to each, interleaved
+  and timed with \`performance.now()\` (autocannon records whole milliseconds).
 - **fresh value**: sequential requests, interleaved with the same query run directly through
   \`@clickhouse/client\` configured as the shim's (\`openClickHouse\`); "added" is the difference
   of the medians, and includes the HTTP hop to the shim.

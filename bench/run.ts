@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openClickHouse } from '../src/clickhouse/client.js';
 import { loadConfig } from '../src/config/load.js';
@@ -22,6 +22,7 @@ type Section = { readonly name: string; readonly run: () => Promise<BenchLine[]>
 
 async function main(): Promise<number> {
   const startedMs = Date.now();
+  const loadAtStart = loadavg()[0] ?? 0;
   const embeddedPath = mkdtempSync(join(tmpdir(), 'dfe-bench-ch-'));
   const config = loadConfig({ DFE_EMBEDDED_PATH: embeddedPath, DFE_CLICKHOUSE_BACKEND: 'embedded' }).clickhouse;
   const embedded = await openClickHouse(config);
@@ -63,7 +64,7 @@ async function main(): Promise<number> {
   console.log(summary(lines));
   if (chosen.length !== sections.length) return 0;
   const docPath = join(process.cwd(), 'docs', 'performance.md');
-  writePerformanceDoc(docPath, lines, { target: target.description, seconds: (Date.now() - startedMs) / 1000 });
+  writePerformanceDoc(docPath, lines, { target: target.description, seconds: (Date.now() - startedMs) / 1000, loadAtStart });
   console.log(`bench: figures written to ${docPath}`);
   return 0;
 }
