@@ -22,7 +22,8 @@ export function parseCatalogueText(text: string, file: string): Layer {
   let doc: unknown;
   try {
     // uniqueKeys (the default) makes a query or key defined twice a syntax error.
-    doc = YAML.parse(text, { prettyErrors: true });
+    // logLevel 'error': the library would print warnings to stderr, outside pino; errors still throw.
+    doc = YAML.parse(text, { prettyErrors: true, logLevel: 'error' });
   } catch (err) {
     const first = (err instanceof Error ? (err.message.split('\n')[0] ?? '') : String(err)).replace(/:\s*$/, '');
     throw catalogueInvalid({ file, problem: `is not valid YAML: ${first}` }, err);
