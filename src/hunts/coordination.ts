@@ -1,22 +1,22 @@
-import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
-import type { Clock } from '../clock.js';
+import type { ClickHouseClient } from '@clickhouse/client';
 import { qualifiedTable } from '../clickhouse/identifiers.js';
 import { dueTickSql, type DueTickRow } from './due-sql.js';
 import type { CoordinationSettings } from './schema.js';
+import { ServerTime } from './server-time.js';
+import { systemClock } from '../clock.js';
 import { RUN_STATUS, TABLES } from './tables.js';
 
 /**
  * The runner's reads and writes of the coordination tables (SPEC §7.2, §7.6),
- * kept thin: one method, one statement, every value a bound parameter. Reads
- * carry the topology's read settings and writes its write settings (quorum on
- * replicated tables), so a claim's read-back sees every competing claim.
+ * kept thin: one method, one statement. Reads carry the topology's read
+ * settings and writes its write settings (quorum on replicated tables), so a
+ * claim's read-back sees every competing claim.
  *
- * Time: coordination decisions use the ClickHouse clock (`now()`). The `clock`
- * time source binds `{now:Int64}` from an injected Clock instead, so tests can
- * drive the real SQL through simulated hours in milliseconds.
+ * Values travel as bound parameters (`{name:Type}`) or, for plain rows, as
+ * JSONEachRow data — never spliced into SQL. Sharp edge of the embedded backend:
+ * chdb runs parameter-bound queries one at a time PROCESS-WIDE, so rows that
+ * need no SQL condition are written as data to keep that queue short.
  */
-export type CoordinationTime = { readonly kind: 'server' } | { readonly kind: 'clock'; readonly clock: Clock };
-
 export interface LeaseRow {
   readonly owner: string;
   readonly fire: number;
@@ -35,142 +35,183 @@ export interface TickSnapshot {
 export type RunStatus = (typeof RUN_STATUS)[keyof typeof RUN_STATUS];
 
 const SERVER_NOW = 'toInt64(toUnixTimestamp(now()))';
+type Num = number | string;
+type RawLease = { owner: string; fire: Num; lease_until: Num; claimed_text: string };
+
+const toLease = (r: RawLease): LeaseRow => ({ owner: r.owner, fire: Number(r.fire), leaseUntil: Number(r.lease_until), claimed: r.claimed_text });
 
 export class Coordinator {
   private readonly lease: string;
   private readonly watermarkTable: string;
-  private readonly run: string;
-  private readonly heartbeatTable: string;
-  private readonly state: string;
 
   constructor(
     private readonly client: ClickHouseClient,
     readonly database: string,
     readonly settings: CoordinationSettings,
-    private readonly time: CoordinationTime = { kind: 'server' },
+    readonly time: ServerTime = new ServerTime({ kind: 'server' }, systemClock),
     private readonly signal?: AbortSignal,
   ) {
     this.lease = qualifiedTable(database, TABLES.lease);
     this.watermarkTable = qualifiedTable(database, TABLES.watermark);
-    this.run = qualifiedTable(database, TABLES.run);
-    this.heartbeatTable = qualifiedTable(database, TABLES.heartbeat);
-    this.state = qualifiedTable(database, TABLES.state);
+  }
+
+  /** The same coordinator on another connection (an embedded session runs one query at a time). */
+  withClient(client: ClickHouseClient): Coordinator {
+    return client === this.client ? this : new Coordinator(client, this.database, this.settings, this.time, this.signal);
   }
 
   private get now(): string {
-    return this.time.kind === 'server' ? SERVER_NOW : '{now:Int64}';
+    return this.time.time.kind === 'server' ? SERVER_NOW : '{now:Int64}';
   }
 
   private params(values: Record<string, unknown>): Record<string, unknown> {
-    if (this.time.kind === 'server') return values;
-    return { ...values, now: Math.floor(this.time.clock.nowMs() / 1000) };
+    const now = this.time.time.kind === 'clock' ? this.time.nowSeconds() : undefined;
+    return now === undefined ? values : { ...values, now };
   }
 
-  private async read<T>(query: string, values: Record<string, unknown>, settings: ClickHouseSettings = {}): Promise<T[]> {
+  private get abort() {
+    return this.signal ? { abort_signal: this.signal } : {};
+  }
+
+  private async read<T>(query: string, values: Record<string, unknown>): Promise<T[]> {
     const rs = await this.client.query({
       query,
       query_params: this.params(values),
       format: 'JSONEachRow',
-      clickhouse_settings: { ...this.settings.read, ...settings },
-      ...(this.signal ? { abort_signal: this.signal } : {}),
+      clickhouse_settings: this.settings.read,
+      ...this.abort,
     });
     return rs.json<T>();
   }
 
   private async write(query: string, values: Record<string, unknown>): Promise<void> {
-    await this.client.command({
-      query,
-      query_params: this.params(values),
+    await this.client.command({ query, query_params: this.params(values), clickhouse_settings: this.settings.write, ...this.abort });
+  }
+
+  private async insertRows(table: string, columns: readonly string[], rows: ReadonlyArray<Record<string, unknown>>): Promise<void> {
+    await this.client.insert({
+      table: qualifiedTable(this.database, table),
+      values: [...rows],
+      columns: [...columns] as [string, ...string[]],
+      format: 'JSONEachRow',
       clickhouse_settings: this.settings.write,
-      ...(this.signal ? { abort_signal: this.signal } : {}),
+      ...this.abort,
     });
   }
 
-  /** SPEC §7.6 step 1: the one due query of a tick. */
+  /** SPEC §7.6 step 1: the one due query of a tick; also refreshes the server clock estimate. */
   async tick(): Promise<TickSnapshot> {
-    const sql = dueTickSql(this.database, { now: this.time.kind === 'server' ? 'server' : 'param' });
+    const sql = dueTickSql(this.database, { now: this.time.time.kind === 'server' ? 'server' : 'param' });
     const [row] = await this.read<DueTickRow>(sql, {});
     if (!row) throw new Error('the due query returned no row');
+    const serverNow = Number(row.server_now);
+    this.time.observe(serverNow);
     return {
-      serverNow: Number(row.server_now),
+      serverNow,
       backlog: Number(row.backlog),
       due: row.due.map(([huntId, fire, requested]) => ({ huntId, fire: Number(fire), requested: Number(requested) === 1 })),
     };
   }
 
   async heartbeat(runnerId: string, pollSeconds: number): Promise<void> {
-    await this.write(
-      `INSERT INTO ${this.heartbeatTable} (runner_id, seen, poll_seconds) SELECT {runner:String}, ${this.now}, {poll:Float64}`,
-      { runner: runnerId, poll: pollSeconds },
-    );
+    const seen = this.time.nowSeconds();
+    if (seen === undefined) return; // before the first clock reading; the next tick writes it
+    await this.insertRows(TABLES.heartbeat, ['runner_id', 'seen', 'poll_seconds'], [{ runner_id: runnerId, seen, poll_seconds: pollSeconds }]);
   }
 
-  /** The newest lease rows of a hunt (the claim's order), with the clock they were read at. */
-  async newestLeases(huntId: string, limit: 1 | 2): Promise<{ rows: LeaseRow[]; nowSeconds: number | undefined }> {
-    const rows = await this.read<{ owner: string; fire: string | number; lease_until: string | number; claimed: string; now_s: string | number }>(
-      `SELECT owner, fire, lease_until, toString(claimed) AS claimed, ${this.now} AS now_s FROM ${this.lease}
-       WHERE hunt_id = {hunt:String} ORDER BY claimed DESC, owner ASC LIMIT {limit:UInt8}`,
-      { hunt: huntId, limit },
+  /** The free read: each hunt's newest lease row, and the clock they were read at. */
+  async newestLeases(huntIds: readonly string[]): Promise<{ rows: Map<string, LeaseRow>; nowSeconds: number }> {
+    const raw = await this.read<RawLease & { hunt_id: string; now_s: Num }>(
+      `SELECT hunt_id, owner, fire, lease_until, toString(claimed) AS claimed_text, ${this.now} AS now_s FROM ${this.lease}
+       WHERE hunt_id IN {hunts:Array(String)}
+       ORDER BY hunt_id, claimed DESC, owner ASC LIMIT 1 BY hunt_id`,
+      { hunts: huntIds },
     );
-    return {
-      rows: rows.map((r) => ({ owner: r.owner, fire: Number(r.fire), leaseUntil: Number(r.lease_until), claimed: r.claimed })),
-      nowSeconds: rows[0] === undefined ? undefined : Number(rows[0].now_s),
-    };
+    const rows = new Map(raw.map((r) => [r.hunt_id, toLease(r)]));
+    return { rows, nowSeconds: raw[0] === undefined ? Number.NEGATIVE_INFINITY : Number(raw[0].now_s) };
   }
 
   /**
-   * SPEC §7.6 step 3, the conditional insert: a lease row for (owner, fire),
-   * written only if the newest lease row is not live. A live row of this same
-   * owner blocks too: it can only be a late claim of ours (or a crashed
-   * predecessor with our id), which may hide a winner whose row a merge dropped.
+   * SPEC §7.6 step 3, the conditional insert, for several hunts at once: a lease
+   * row for (owner, fire) of each hunt whose newest lease row is not live. A live
+   * row of this same owner blocks too: it can only be a late claim of ours (or a
+   * crashed predecessor with our id), which may hide a winner a merge dropped.
    */
-  async conditionalClaim(huntId: string, owner: string, fire: number, leaseSeconds: number): Promise<void> {
+  async conditionalClaims(owner: string, claims: ReadonlyArray<{ huntId: string; fire: number }>, leaseSeconds: number): Promise<void> {
     await this.write(
       `INSERT INTO ${this.lease} (hunt_id, owner, fire, lease_until, claimed)
-       SELECT {hunt:String}, {owner:String}, {fire:Int64}, ${this.now} + {lease:Int64}, now64(3)
+       SELECT c.hunt_id, {owner:String}, c.fire, ${this.now} + {lease:Int64}, now64(3)
        FROM (
-         SELECT count() AS live FROM (
-           SELECT lease_until FROM ${this.lease} WHERE hunt_id = {hunt:String}
-           ORDER BY claimed DESC, owner ASC LIMIT 1
+         SELECT tupleElement(hf, 1) AS hunt_id, tupleElement(hf, 2) AS fire
+         FROM (SELECT arrayJoin(arrayZip({hunts:Array(String)}, {fires:Array(Int64)})) AS hf)
+       ) AS c
+       WHERE c.hunt_id NOT IN (
+         SELECT hunt_id FROM (
+           SELECT hunt_id, lease_until FROM ${this.lease} WHERE hunt_id IN {hunts:Array(String)}
+           ORDER BY hunt_id, claimed DESC, owner ASC LIMIT 1 BY hunt_id
          ) WHERE lease_until > ${this.now}
-       ) WHERE live = 0`,
-      { hunt: huntId, owner, fire, lease: leaseSeconds },
+       )`,
+      { owner, hunts: claims.map((c) => c.huntId), fires: claims.map((c) => c.fire), lease: leaseSeconds },
     );
   }
 
-  /** A fresh lease row for a run in progress (renewal), or lease_until 0 (release). */
+  /**
+   * The read-back of several hunts: each one's two newest lease rows (to see a
+   * tie) and, in the same query, its watermark for the already-run recheck
+   * (SPEC §7.6 step 4).
+   */
+  async readBacks(huntIds: readonly string[]): Promise<Map<string, { rows: LeaseRow[]; watermark: number | null }>> {
+    const raw = await this.read<RawLease & { hunt_id: string; wm_n: Num; wm: Num }>(
+      `SELECT l.hunt_id AS hunt_id, l.owner AS owner, l.fire AS fire, l.lease_until AS lease_until,
+              l.claimed_text AS claimed_text, w.n AS wm_n, w.wm AS wm
+       FROM (
+         SELECT hunt_id, owner, fire, lease_until, claimed, toString(claimed) AS claimed_text FROM ${this.lease}
+         WHERE hunt_id IN {hunts:Array(String)}
+         ORDER BY hunt_id, claimed DESC, owner ASC LIMIT 2 BY hunt_id
+       ) AS l
+       LEFT JOIN (
+         SELECT hunt_id, count() AS n, argMax(watermark, updated) AS wm FROM ${this.watermarkTable}
+         WHERE hunt_id IN {hunts:Array(String)} GROUP BY hunt_id
+       ) AS w ON w.hunt_id = l.hunt_id
+       ORDER BY l.hunt_id, l.claimed DESC, l.owner ASC`,
+      { hunts: huntIds },
+    );
+    const out = new Map<string, { rows: LeaseRow[]; watermark: number | null }>();
+    for (const r of raw) {
+      const entry = out.get(r.hunt_id) ?? { rows: [], watermark: Number(r.wm_n) > 0 ? Number(r.wm) : null };
+      entry.rows.push(toLease(r));
+      out.set(r.hunt_id, entry);
+    }
+    return out;
+  }
+
+  /**
+   * A fresh lease row for a run in progress (renewal), or lease_until 0
+   * (release). Plain data: a renewal's lease_until comes from the server clock
+   * estimate (see server-time.ts), so it never waits in chdb's parameter queue
+   * behind a long hunt statement.
+   */
   async putLease(huntId: string, owner: string, fire: number, leaseSeconds: number | 'release'): Promise<void> {
-    const until = leaseSeconds === 'release' ? '0' : `${this.now} + {lease:Int64}`;
-    await this.write(
-      `INSERT INTO ${this.lease} (hunt_id, owner, fire, lease_until, claimed)
-       SELECT {hunt:String}, {owner:String}, {fire:Int64}, ${until}, now64(3)`,
-      { hunt: huntId, owner, fire, ...(leaseSeconds === 'release' ? {} : { lease: leaseSeconds }) },
-    );
-  }
-
-  /** The newest watermark (last completed fire), or null when the hunt never ran. */
-  async watermark(huntId: string): Promise<number | null> {
-    const rows = await this.read<{ watermark: string | number }>(
-      `SELECT argMax(watermark, updated) AS watermark FROM ${this.watermarkTable} WHERE hunt_id = {hunt:String} GROUP BY hunt_id`,
-      { hunt: huntId },
-    );
-    return rows[0] === undefined ? null : Number(rows[0].watermark);
+    let leaseUntil = 0;
+    if (leaseSeconds !== 'release') {
+      const now = this.time.nowSeconds();
+      if (now === undefined) throw new Error('no ClickHouse clock reading yet');
+      leaseUntil = now + leaseSeconds;
+    }
+    await this.insertRows(TABLES.lease, ['hunt_id', 'owner', 'fire', 'lease_until'], [{ hunt_id: huntId, owner, fire, lease_until: leaseUntil }]);
   }
 
   async setWatermark(huntId: string, fire: number): Promise<void> {
-    await this.write(`INSERT INTO ${this.watermarkTable} (hunt_id, watermark) SELECT {hunt:String}, {fire:Int64}`, { hunt: huntId, fire });
+    await this.insertRows(TABLES.watermark, ['hunt_id', 'watermark'], [{ hunt_id: huntId, watermark: fire }]);
   }
 
   async runRow(huntId: string, fire: number, status: RunStatus, rowsWritten: number): Promise<void> {
-    await this.write(
-      `INSERT INTO ${this.run} (hunt_id, fire, status, rows_written) SELECT {hunt:String}, {fire:Int64}, {status:String}, {rows:Int64}`,
-      { hunt: huntId, fire, status, rows: rowsWritten },
-    );
+    await this.insertRows(TABLES.run, ['hunt_id', 'fire', 'status', 'rows_written'], [{ hunt_id: huntId, fire, status, rows_written: rowsWritten }]);
   }
 
-  /** Run-now (SPEC §7.6): a `requested` row at fire = now; returns that fire. */
+  /** Run-now (SPEC §7.6): a `requested` row at fire = the ClickHouse clock now; returns that fire. */
   async requestRun(huntId: string): Promise<number> {
-    const [row] = await this.read<{ now_s: string | number }>(`SELECT ${this.now} AS now_s`, {});
+    const [row] = await this.read<{ now_s: Num }>(`SELECT ${this.now} AS now_s`, {});
     const fire = Number(row?.now_s);
     await this.runRow(huntId, fire, RUN_STATUS.requested, 0);
     return fire;
@@ -178,9 +219,10 @@ export class Coordinator {
 
   /** hunt_state.overrun_count += 1; only the lease owner writes it, so there is no race. */
   async addOverrun(huntId: string): Promise<void> {
+    const state = qualifiedTable(this.database, TABLES.state);
     await this.write(
-      `INSERT INTO ${this.state} (hunt_id, overrun_count, too_aggressive)
-       SELECT {hunt:String}, (SELECT ifNull(max(n), 0) + 1 FROM (SELECT argMax(overrun_count, updated) AS n FROM ${this.state} WHERE hunt_id = {hunt:String})), 0`,
+      `INSERT INTO ${state} (hunt_id, overrun_count, too_aggressive)
+       SELECT {hunt:String}, (SELECT max(n) + 1 FROM (SELECT argMax(overrun_count, updated) AS n FROM ${state} WHERE hunt_id = {hunt:String})), 0`,
       { hunt: huntId },
     );
   }

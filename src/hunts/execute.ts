@@ -39,6 +39,8 @@ export async function executeFire(
   for (const [index, statement] of spec.statements.entries()) {
     options.signal?.throwIfAborted();
     options.onStatement?.(index);
+    // Checked again after the hook: a runner stopped by it must not send the statement.
+    options.signal?.throwIfAborted();
     const result = await client.command({
       query: statement.query,
       query_params: windowParams(statement, window),

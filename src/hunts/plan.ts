@@ -6,6 +6,9 @@ import type { HuntSpec } from './spec.js';
  * Pure tick planning (SPEC §7.6 step 2): which due hunts this runner starts now.
  * Oldest fire first (the most overdue), not alphabetical; hunts this runner is
  * already running or does not know are left alone; at most `cap` in flight.
+ * Equal fires are common (every 2 s hunt fires on the even second), so ties are
+ * broken by a hash of (runner, hunt): each runner walks the tie in its own
+ * order and peers rarely race for the same claim.
  */
 export interface PlannedRun {
   readonly spec: HuntSpec;
@@ -23,11 +26,22 @@ export interface TickPlan {
   readonly deferred: number;
 }
 
+/** FNV-1a, 32 bits: cheap and stable; only spreads ties, never security. */
+export function tieBreak(runnerId: string, huntId: string): number {
+  let hash = 0x811c9dc5;
+  for (const ch of `${runnerId}\u0000${huntId}`) {
+    hash ^= ch.codePointAt(0) ?? 0;
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash;
+}
+
 export function planTick(
   snapshot: TickSnapshot,
   hunts: ReadonlyMap<string, HuntSpec>,
   inFlight: ReadonlySet<string>,
   cap: number,
+  runnerId = '',
 ): TickPlan {
   const unknown: string[] = [];
   const candidates: PlannedRun[] = [];
@@ -38,7 +52,8 @@ export function planTick(
       candidates.push({ spec, fire: row.fire, requested: row.requested, latenessSeconds: snapshot.serverNow - row.fire });
     }
   }
-  candidates.sort((a, b) => a.fire - b.fire || (a.spec.huntId < b.spec.huntId ? -1 : a.spec.huntId > b.spec.huntId ? 1 : 0));
+  const rank = new Map(candidates.map((c) => [c.spec.huntId, tieBreak(runnerId, c.spec.huntId)]));
+  candidates.sort((a, b) => a.fire - b.fire || (rank.get(a.spec.huntId) ?? 0) - (rank.get(b.spec.huntId) ?? 0));
   const room = Math.max(0, cap - inFlight.size);
   return { start: candidates.slice(0, room), unknown, deferred: Math.max(0, candidates.length - room) };
 }

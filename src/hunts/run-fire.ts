@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { claimFire, type ClaimTiming } from './claim.js';
+import { claimFires, type ClaimOutcome, type ClaimTiming } from './claim.js';
 import type { Coordinator } from './coordination.js';
 import { executeFire, runSettingKeys } from './execute.js';
 import type { ClaimMetricOutcome, RunnerMetrics, RunOutcome } from './metrics.js';
@@ -11,7 +11,7 @@ import { RUN_STATUS } from './tables.js';
 import { runWindow, type RunWindow } from './window.js';
 
 /**
- * One planned fire, from claim to release (SPEC §7.6 steps 3–6). A failure is
+ * Planned fires, from claim to release (SPEC §7.6 steps 3–6). A failure is
  * logged, counted and released; the fire stays owed. An aborted runner (a
  * simulated crash) writes nothing more: its lease expires on its own.
  */
@@ -73,67 +73,82 @@ function claimed(ctx: FireContext, planned: PlannedRun, outcome: ClaimMetricOutc
   ctx.events.claim?.({ runnerId: ctx.runnerId, huntId: planned.spec.huntId, fire: planned.fire, plannedAt, outcome });
 }
 
-export async function runPlannedFire(ctx: FireContext, planned: PlannedRun): Promise<void> {
+/**
+ * Claims a batch of planned fires (one tick's, or the queue's when slots free
+ * up) and runs each won fire. Returns one promise per hunt, settled when that
+ * hunt's fire is done (lost, skipped, succeeded or failed); none rejects.
+ */
+export function claimAndRun(ctx: FireContext, batch: readonly PlannedRun[]): Map<string, Promise<void>> {
+  const requests = batch.map((p) => ({ huntId: p.spec.huntId, fire: p.fire }));
+  const claims = claimFires(ctx.coord, ctx.runnerId, requests, ctx.timing).catch((err: unknown) => {
+    if (!ctx.signal.aborted) ctx.log.warn({ hunts: requests.length, err: describeError(err) }, 'claim failed; the fires stay owed');
+    return new Map<string, ClaimOutcome>();
+  });
+  return new Map(batch.map((p) => [p.spec.huntId, claims.then((outcomes) => afterClaim(ctx, p, outcomes.get(p.spec.huntId)))]));
+}
+
+async function afterClaim(ctx: FireContext, planned: PlannedRun, claim: ClaimOutcome | undefined): Promise<void> {
+  if (!claim || ctx.signal.aborted) return;
   const { spec, fire } = planned;
-  const huntId = spec.huntId;
-  const log = ctx.log.child({ hunt: huntId, fire });
+  const log = ctx.log.child({ hunt: spec.huntId, fire });
+  if (claim.kind !== 'won') {
+    claimed(ctx, planned, claim.kind);
+    log.debug({ outcome: claim.kind, holder: claim.kind === 'lost' ? claim.holder?.owner : undefined }, 'claim did not stand');
+    return;
+  }
   try {
-    const claim = await claimFire(ctx.coord, huntId, ctx.runnerId, fire, ctx.timing);
-    if (claim.kind !== 'won') {
-      claimed(ctx, planned, claim.kind);
-      log.debug({ outcome: claim.kind, holder: claim.kind === 'lost' ? claim.holder?.owner : undefined }, 'claim did not stand');
-      return;
-    }
-    const watermark = await ctx.coord.watermark(huntId);
-    if (watermark !== null && watermark >= fire) {
+    if (claim.watermark !== null && claim.watermark >= fire) {
       claimed(ctx, planned, 'already_run');
-      await ctx.coord.putLease(huntId, ctx.runnerId, fire, 'release');
+      await ctx.coord.putLease(spec.huntId, ctx.runnerId, fire, 'release');
       return;
     }
     claimed(ctx, planned, 'won');
-    await runClaimedFire(ctx, planned, runWindow(fire, watermark, spec.intervalSeconds), log);
+    await runClaimedFire(ctx, planned, runWindow(fire, claim.watermark, spec.intervalSeconds), log);
   } catch (err) {
-    if (ctx.signal.aborted) return;
-    log.warn({ err: describeError(err) }, 'claim failed; the fire stays owed');
+    if (!ctx.signal.aborted) log.warn({ err: describeError(err) }, 'run could not start or finish; its lease expires on its own');
   }
 }
 
+/**
+ * A won fire's statements and end-of-run writes share one session from the
+ * pool (on the embedded backend a session runs one query at a time, so fires
+ * must not queue behind each other on one connection). Renewals go through the
+ * runner's own connection, which never runs a long statement.
+ */
 async function runClaimedFire(ctx: FireContext, planned: PlannedRun, window: RunWindow, log: Logger): Promise<void> {
   const { spec, fire } = planned;
   const huntId = spec.huntId;
   ctx.metrics.fireLateness.observe(Math.max(0, planned.latenessSeconds));
   const stopRenewal = startRenewal(ctx, huntId, fire);
   const startedMs = ctx.clock.nowMs();
+  const session = await ctx.sessions.acquire();
+  const coord = ctx.coord.withClient(session.client);
   let outcome: RunOutcome = 'succeeded';
   let rowsWritten = 0;
-  const session = await ctx.sessions.acquire();
   try {
-    ({ rowsWritten } = await executeFire(session.client, spec, fire, window, {
-      signal: ctx.signal,
-      onStatement: (index) => ctx.events.statement?.({ runnerId: ctx.runnerId, huntId, fire, index }),
-    }));
-  } catch (err) {
-    if (ctx.signal.aborted) {
-      stopRenewal();
-      return;
+    try {
+      ({ rowsWritten } = await ctx.sessions.runStatements(() =>
+        executeFire(session.client, spec, fire, window, {
+          signal: ctx.signal,
+          onStatement: (index) => ctx.events.statement?.({ runnerId: ctx.runnerId, huntId, fire, index }),
+        }),
+      ));
+    } catch (err) {
+      if (ctx.signal.aborted) return;
+      outcome = 'failed';
+      log.error({ err: describeError(err), file: spec.file }, 'hunt run failed; the fire stays owed');
     }
-    outcome = 'failed';
-    log.error({ err: describeError(err), file: spec.file }, 'hunt run failed; the fire stays owed');
-  } finally {
-    await ctx.sessions.release(session, runSettingKeys(spec));
-  }
-  try {
+    // The hunt's settings must not ride along on the coordination writes below.
+    await ctx.sessions.reset(session, runSettingKeys(spec));
     // Order matters: the watermark before the release, so a peer that claims
     // right after the release finds the fire already run.
-    if (outcome === 'succeeded') await ctx.coord.setWatermark(huntId, fire);
+    if (outcome === 'succeeded') await coord.setWatermark(huntId, fire);
     stopRenewal();
-    await ctx.coord.putLease(huntId, ctx.runnerId, fire, 'release');
-    await ctx.coord.runRow(huntId, fire, outcome === 'succeeded' ? RUN_STATUS.succeeded : RUN_STATUS.failed, rowsWritten);
-  } catch (err) {
-    if (ctx.signal.aborted) return;
-    log.warn({ err: describeError(err) }, 'could not record the end of a run; its lease expires on its own');
+    await coord.putLease(huntId, ctx.runnerId, fire, 'release');
+    await coord.runRow(huntId, fire, outcome === 'succeeded' ? RUN_STATUS.succeeded : RUN_STATUS.failed, rowsWritten);
   } finally {
     stopRenewal();
+    if (!ctx.signal.aborted) await ctx.sessions.release(session, runSettingKeys(spec));
   }
   ctx.metrics.runs.inc({ hunt_id: huntId, outcome });
   ctx.metrics.runDuration.observe((ctx.clock.nowMs() - startedMs) / 1000);

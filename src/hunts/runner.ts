@@ -1,14 +1,16 @@
 import type { ClickHouseClient } from '@clickhouse/client';
+import { setMaxListeners } from 'node:events';
 import type { Clock } from '../clock.js';
 import type { ClickHouseConfig, RunnerConfig } from '../config/load.js';
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { Coordinator, type CoordinationTime } from './coordination.js';
+import { Coordinator } from './coordination.js';
+import { ServerTime, type CoordinationTime } from './server-time.js';
 import { huntsDirSignature, loadHuntsDir, logHuntSet } from './loader.js';
 import { materialise, materialiseSummary } from './materialise.js';
 import type { RunnerMetrics } from './metrics.js';
-import { overrunFire, planTick } from './plan.js';
-import { runPlannedFire, type RunnerEvents, type TickRecord } from './run-fire.js';
+import { overrunFire, planTick, type PlannedRun } from './plan.js';
+import { claimAndRun, type RunnerEvents, type TickRecord } from './run-fire.js';
 import { coordinationSettings, resolveTopology } from './schema.js';
 import type { SessionPool } from './sessions.js';
 import type { HuntSpec } from './spec.js';
@@ -19,6 +21,13 @@ import type { HuntSpec } from './spec.js';
  * down skips the tick (logged once down, once up); nothing here throws out of
  * `tick()`, so the process stays alive.
  */
+/** Every ClickHouse call of a runner listens on one signal; many run at once. */
+function abortController(): AbortController {
+  const controller = new AbortController();
+  setMaxListeners(0, controller.signal);
+  return controller;
+}
+
 export type ClickHouseState = 'unknown' | 'up' | 'down';
 
 export interface RunnerDeps {
@@ -47,8 +56,9 @@ export class Runner {
   private needsMaterialise = true;
   private coord: Coordinator | undefined;
   private readonly inFlight = new Map<string, InFlight>();
-  private readonly abort = new AbortController();
+  private readonly abort = abortController();
   private chState: ClickHouseState = 'unknown';
+  private halted = false;
 
   constructor(private readonly deps: RunnerDeps) {}
 
@@ -92,7 +102,8 @@ export class Runner {
     const { client, clickhouse } = this.deps;
     const topology = await resolveTopology(client, clickhouse.dataDatabase, clickhouse.topology, clickhouse.cluster);
     const time: CoordinationTime = this.deps.time === 'clock' ? { kind: 'clock', clock: this.deps.clock } : { kind: 'server' };
-    this.coord = new Coordinator(client, clickhouse.dataDatabase, coordinationSettings(topology), time, this.abort.signal);
+    const serverTime = new ServerTime(time, this.deps.clock);
+    this.coord = new Coordinator(client, clickhouse.dataDatabase, coordinationSettings(topology), serverTime, this.abort.signal);
     return this.coord;
   }
 
@@ -124,20 +135,20 @@ export class Runner {
 
   /** One tick. Returns what it saw, or undefined when ClickHouse did not answer or the runner is stopped. */
   async tick(): Promise<TickRecord | undefined> {
-    if (this.abort.signal.aborted) return undefined;
+    if (this.abort.signal.aborted || this.halted) return undefined;
     const startedMs = this.deps.clock.nowMs();
     this.reloadIfChanged();
     let record: TickRecord | undefined;
     try {
       const coord = await this.coordinator();
       await this.materialiseIfNeeded(coord);
-      await coord.heartbeat(this.deps.runnerId, this.deps.settings.pollSeconds);
       const snapshot = await coord.tick();
+      await coord.heartbeat(this.deps.runnerId, this.deps.settings.pollSeconds);
       this.markClickHouse('up');
       this.deps.metrics.backlog.set(snapshot.backlog);
       this.countOverruns(coord, snapshot.serverNow);
-      const plan = planTick(snapshot, this.hunts, new Set(this.inFlight.keys()), this.deps.settings.cap);
-      for (const planned of plan.start) this.start(coord, planned);
+      const plan = planTick(snapshot, this.hunts, new Set(this.inFlight.keys()), this.deps.settings.cap, this.deps.runnerId);
+      this.start(coord, plan.start);
       record = {
         runnerId: this.deps.runnerId,
         serverNow: snapshot.serverNow,
@@ -155,13 +166,35 @@ export class Runner {
     return record;
   }
 
-  private start(coord: Coordinator, planned: Parameters<typeof runPlannedFire>[1]): void {
+  private start(coord: Coordinator, batch: readonly PlannedRun[]): void {
+    if (batch.length === 0) return;
     const { runnerId, sessions, clock, metrics, log, events, settings } = this.deps;
-    const timing = { leaseSeconds: settings.leaseSeconds, settleMs: settings.settleMs, clock, sleep: this.deps.sleep };
+    const timing = {
+      leaseSeconds: settings.leaseSeconds,
+      settleMs: settings.settleMs,
+      clock,
+      sleep: this.deps.sleep,
+      claimStart: <T>(fn: () => Promise<T>) => sessions.claimStart(fn),
+    };
     const ctx = { runnerId, coord, sessions, timing, clock, metrics, log, events, signal: this.abort.signal };
-    const huntId = planned.spec.huntId;
-    const done = runPlannedFire(ctx, planned).finally(() => this.inFlight.delete(huntId));
-    this.inFlight.set(huntId, { fire: planned.fire, done, overrunCountedThrough: planned.fire });
+    const runs = claimAndRun(ctx, batch);
+    for (const planned of batch) {
+      const huntId = planned.spec.huntId;
+      // A freed slot is filled at the next tick, not at once: one claim batch per
+      // tick keeps coordination cheap (refilling slot by slot was measured slower).
+      const done = (runs.get(huntId) ?? Promise.resolve()).finally(() => this.inFlight.delete(huntId));
+      this.inFlight.set(huntId, { fire: planned.fire, done, overrunCountedThrough: planned.fire });
+    }
+  }
+
+  /**
+   * A slot freed: start the next due hunt of the last tick rather than idle
+   * until the next one. Its row may be stale; the claim re-checks everything
+   * (live lease at the free read, the watermark at the read-back).
+   */
+  /** No new runs from now on (stop): in-flight ones finish. */
+  halt(): void {
+    this.halted = true;
   }
 
   /** SPEC §7.6 step 6: an overrun is a fire that comes due while we still hold the lease of an earlier one. */

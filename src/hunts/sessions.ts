@@ -1,5 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { ClickHouseHandle } from '../clickhouse/client.js';
+import { embeddedClaimGate, embeddedStatementGate, type Gate } from './embedded-gate.js';
 
 /**
  * Where hunt statements run. Sharp edges of the embedded backend (chdb), which
@@ -9,6 +10,8 @@ import type { ClickHouseHandle } from '../clickhouse/client.js';
  *    behind a long hunt (and lose the lease); each concurrent run gets its own;
  *  - chdb applies per-query settings with `SET`, which outlives the query in
  *    that session, so after a run the hunt's settings are put back to DEFAULT.
+ *  - every chdb query takes a libuv pool thread, so statements go through a
+ *    process-wide gate that keeps threads free for coordination.
  * On the server backend every HTTP request carries its own settings and the
  * client pools sockets, so all runs share the one client.
  */
@@ -18,7 +21,13 @@ export interface StatementSession {
 
 export interface SessionPool {
   acquire(): Promise<StatementSession>;
-  /** Returns the session; `settingKeys` were set by the run and are reset where they persist. */
+  /** Runs a fire's statements; on the embedded backend through the process-wide gate (embedded-gate.ts). */
+  runStatements<T>(fn: () => Promise<T>): Promise<T>;
+  /** Runs a claim's free read and conditional insert; one at a time on the embedded backend. */
+  claimStart<T>(fn: () => Promise<T>): Promise<T>;
+  /** Puts `settingKeys` back to DEFAULT where settings outlive a query; throws if it cannot. */
+  reset(session: StatementSession, settingKeys: readonly string[]): Promise<void>;
+  /** Returns the session, resetting `settingKeys` first unless `reset` already did. */
   release(session: StatementSession, settingKeys: readonly string[]): Promise<void>;
   close(): Promise<void>;
 }
@@ -27,42 +36,60 @@ export function sharedSessionPool(client: ClickHouseClient): SessionPool {
   const session = { client };
   return {
     acquire: async () => session,
+    runStatements: (fn) => fn(),
+    claimStart: (fn) => fn(),
+    reset: async () => undefined,
     release: async () => undefined,
     close: async () => undefined,
   };
 }
 
 /** One embedded session per concurrent run, opened on first use and kept. */
-export function embeddedSessionPool(open: () => Promise<ClickHouseHandle>): SessionPool {
+export function embeddedSessionPool(
+  open: () => Promise<ClickHouseHandle>,
+  statements: Gate = embeddedStatementGate(),
+  claims: Gate = embeddedClaimGate(),
+): SessionPool {
   const idle: ClickHouseHandle[] = [];
-  const all: ClickHouseHandle[] = [];
-  const byClient = new Map<ClickHouseClient, ClickHouseHandle>();
+  const all = new Map<ClickHouseClient, { handle: ClickHouseHandle; clean: boolean }>();
+  // One round trip: chdb takes several statements in one query. Keys are
+  // identifiers validated by the hunt spec (or the runner's own two).
+  const resetKeys = async (client: ClickHouseClient, keys: readonly string[]) => {
+    if (keys.length > 0) await client.command({ query: keys.map((key) => `SET ${key} = DEFAULT`).join('; ') });
+  };
   return {
     async acquire() {
       let handle = idle.pop();
       if (!handle) {
         handle = await open();
-        all.push(handle);
-        byClient.set(handle.client, handle);
       }
+      all.set(handle.client, { handle, clean: false });
       return { client: handle.client };
     },
+    runStatements: (fn) => statements.run(fn),
+    claimStart: (fn) => claims.run(fn),
+    async reset(session, settingKeys) {
+      await resetKeys(session.client, settingKeys);
+      const entry = all.get(session.client);
+      if (entry) entry.clean = true;
+    },
     async release(session, settingKeys) {
-      const handle = byClient.get(session.client);
-      if (!handle) return;
+      const entry = all.get(session.client);
+      if (!entry) return;
       try {
-        for (const key of settingKeys) await session.client.command({ query: `SET ${key} = DEFAULT` });
-        idle.push(handle);
+        if (!entry.clean) await resetKeys(session.client, settingKeys);
+        idle.push(entry.handle);
       } catch {
         // A session that cannot be reset is dropped, never reused with a hunt's settings.
-        all.splice(all.indexOf(handle), 1);
-        byClient.delete(session.client);
-        await handle.close().catch(() => undefined);
+        all.delete(session.client);
+        await entry.handle.close().catch(() => undefined);
       }
     },
     async close() {
       idle.length = 0;
-      await Promise.all(all.splice(0).map((h) => h.close().catch(() => undefined)));
+      const handles = [...all.values()].map((e) => e.handle);
+      all.clear();
+      await Promise.all(handles.map((h) => h.close().catch(() => undefined)));
     },
   };
 }

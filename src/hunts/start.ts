@@ -90,7 +90,10 @@ export async function startRunner(options: StartRunnerOptions): Promise<RunnerHa
     while (!stopping) {
       const startedMs = clock.nowMs();
       await runner.tick();
-      const waitMs = Math.max(0, pollMs - (clock.nowMs() - startedMs));
+      // ±10 % jitter: runners started together drift apart, so one runner's
+      // fresh claims are visible (leased, not due) at the next runner's tick.
+      const jitteredMs = pollMs * (0.9 + 0.2 * Math.random());
+      const waitMs = Math.max(0, jitteredMs - (clock.nowMs() - startedMs));
       await delay(waitMs, undefined, { signal: wake.signal }).catch(() => undefined);
     }
   };
@@ -126,6 +129,7 @@ export async function startRunner(options: StartRunnerOptions): Promise<RunnerHa
         stopping = true;
         wake.abort();
         await looping;
+        runner.halt();
         await runner.idle();
         await server?.close();
         await sessions.close();

@@ -103,6 +103,7 @@ describe('the tick query', () => {
     const hunts = Array.from({ length: 40 }, (_, i) => spec(`h${i}`, [2, 5, 60, 300][i % 4] ?? 60));
     await materialise(c, db.database, hunts, SETTINGS);
     const coord = new Coordinator(c, db.database, SETTINGS);
+    await coord.tick(); // a ClickHouse clock reading, which lease writes are based on
     const base = 1_900_000_000;
     for (const [i, h] of hunts.entries()) {
       const fire = latestFire(base, h.intervalSeconds, h.phaseOffset);

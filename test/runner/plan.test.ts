@@ -51,7 +51,7 @@ describe('readBackVerdict', () => {
   const row = (owner: string, fire: number, claimed: string) => ({ owner, fire, leaseUntil: 2000, claimed });
 
   it('wins only with our owner and fire on top', () => {
-    expect(readBackVerdict([row('me', 10, 't2'), row('you', 10, 't1')], 'me', 10)).toEqual({ kind: 'won' });
+    expect(readBackVerdict([row('me', 10, 't2'), row('you', 10, 't1')], 'me', 10, 5)).toEqual({ kind: 'won', watermark: 5 });
     expect(readBackVerdict([row('you', 10, 't2'), row('me', 10, 't1')], 'me', 10).kind).toBe('lost');
     expect(readBackVerdict([row('me', 9, 't2')], 'me', 10).kind).toBe('lost');
     expect(readBackVerdict([], 'me', 10).kind).toBe('lost');

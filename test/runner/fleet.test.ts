@@ -1,0 +1,225 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openClickHouse, type ClickHouseHandle } from '../../src/clickhouse/client.js';
+import { applySchema } from '../../src/hunts/schema.js';
+import { latestFire, phaseOffset } from '../../src/hunts/schedule.js';
+import type { RunnerEvents, TickRecord } from '../../src/hunts/run-fire.js';
+import { startRunner, type RunnerHandle } from '../../src/hunts/start.js';
+import type { RunWindow } from '../../src/hunts/window.js';
+import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
+import { createOutputTable, outputHunt, outputRows, runnerConfig, tempHuntsDir } from './fixtures.js';
+
+/**
+ * Several runners (each its own startRunner and its own ClickHouse connection)
+ * against one real engine, ~100 hunts at 2–5 s, one runner crashed mid-run.
+ * Every fire is counted from the hunts' own output rows in a plain MergeTree,
+ * where a double run would show as a second row.
+ */
+const RUNNERS = 3;
+const HUNTS = 100;
+const INTERVALS = [2, 3, 4, 5];
+const LEASE_SECONDS = 3;
+const RUN_FOR_MS = 30_000;
+const CRASH_AFTER_MS = 8_000;
+const LONG = { id: 'long-run', interval: 10, sleepSeconds: 4 }; // longer than the lease: renewal keeps it
+
+let db: TestDatabase;
+const hunts = tempHuntsDir();
+const handles: ClickHouseHandle[] = [];
+
+interface RunEvent {
+  runnerId: string;
+  huntId: string;
+  fire: number;
+  outcome: string;
+  window: RunWindow;
+  startedMs?: number;
+  endedMs: number;
+}
+interface Crash {
+  atMs: number;
+  huntId: string;
+  fire: number;
+  leaseUntil?: number;
+  /** Hunts whose newest lease row was the victim's, live, just after the crash. */
+  held?: Set<string>;
+}
+
+const ticks: TickRecord[] = [];
+const runs: RunEvent[] = [];
+const claims: Array<{ runnerId: string; huntId: string; fire: number; plannedAt: number; outcome: string }> = [];
+let crash: Crash | undefined;
+
+beforeAll(async () => {
+  db = await openTestDatabase('fleet');
+  await applySchema(db.handle.client, db.database, { kind: 'single' });
+  await createOutputTable(db);
+  for (let i = 0; i < HUNTS; i += 1) {
+    const id = `f${String(i).padStart(3, '0')}`;
+    hunts.write(id, outputHunt(db.database, id, INTERVALS[i % INTERVALS.length] ?? 3));
+  }
+  hunts.write(LONG.id, outputHunt(db.database, LONG.id, LONG.interval, { sleepSeconds: LONG.sleepSeconds }));
+});
+afterAll(async () => {
+  for (const h of handles) await h.close().catch(() => undefined);
+  hunts.remove();
+  await db?.close();
+});
+
+function statementCount(huntId: string): number {
+  return huntId === LONG.id ? 2 : 1;
+}
+
+describe('a fleet of runners', () => {
+  it('runs every fire exactly once, retakes a crashed runner’s fire after its lease, never takes over a renewed one', async () => {
+    const config = runnerConfig(db, hunts.dir, {
+      DFE_HUNT_RUNNER_POLL_SECONDS: '0.5',
+      DFE_HUNT_RUNNER_CAP: '16',
+      DFE_HUNT_RUNNER_LEASE_SECONDS: String(LEASE_SECONDS),
+      DFE_HUNT_RUNNER_SETTLE_MS: '200',
+    });
+    const startedMs = Date.now();
+    const runners: RunnerHandle[] = [];
+    // Per runner: hunts whose output INSERT has started and whose run has not ended.
+    const writing = new Map<string, Set<string>>();
+    const runStarts = new Map<string, number>();
+    let victim: RunnerHandle | undefined;
+
+    const events = (runnerId: string): RunnerEvents => ({
+      tick: (r) => ticks.push(r),
+      claim: (e) => claims.push(e),
+      statement: (e) => {
+        const key = `${e.runnerId}/${e.huntId}/${e.fire}`;
+        if (e.index === 0) runStarts.set(key, Date.now());
+        const last = e.index === statementCount(e.huntId) - 1;
+        if (last) writing.get(runnerId)?.add(e.huntId);
+        // Crash the victim just before a run of it sends its output INSERT, while
+        // no other run of it is writing: the crash leaves a claimed lease and an
+        // unwritten fire behind, but no half-recorded output.
+        const due = Date.now() - startedMs > CRASH_AFTER_MS;
+        if (runnerId === 'r0' && !crash && due && e.huntId !== LONG.id && writing.get('r0')?.size === 1 && victim) {
+          victim.crash();
+          crash = { atMs: Date.now(), huntId: e.huntId, fire: e.fire };
+        }
+      },
+      run: (e) => {
+        writing.get(runnerId)?.delete(e.huntId);
+        const key = `${e.runnerId}/${e.huntId}/${e.fire}`;
+        runs.push({ ...e, startedMs: runStarts.get(key), endedMs: Date.now() });
+      },
+    });
+
+    for (let i = 0; i < RUNNERS; i += 1) {
+      const runnerId = `r${i}`;
+      writing.set(runnerId, new Set());
+      const handle = await openClickHouse(config.clickhouse);
+      handles.push(handle);
+      const runner = await startRunner({ handle, config, runnerId, events: events(runnerId) });
+      if (i === 0) victim = runner;
+      runners.push(runner);
+    }
+
+    // Record the crashed lease as soon as the crash happens.
+    while (Date.now() - startedMs < RUN_FOR_MS) {
+      await new Promise((r) => setTimeout(r, 250));
+      if (crash && crash.leaseUntil === undefined) {
+        const [row] = await queryRows<{ lease_until: number; owner: string }>(
+          db,
+          `SELECT owner, lease_until FROM \`${db.database}\`.hunt_lease WHERE hunt_id = {h:String} ORDER BY claimed DESC LIMIT 1`,
+          { h: crash.huntId },
+        );
+        expect(row?.owner).toBe('r0');
+        crash.leaseUntil = Number(row?.lease_until);
+        const held = await queryRows<{ hunt_id: string }>(
+          db,
+          `SELECT hunt_id FROM (
+             SELECT hunt_id, argMax(owner, claimed) AS newest_owner, argMax(lease_until, claimed) AS newest_until
+             FROM \`${db.database}\`.hunt_lease GROUP BY hunt_id
+           ) WHERE newest_owner = 'r0' AND newest_until > toInt64(toUnixTimestamp(now()))`,
+        );
+        crash.held = new Set(held.map((h) => h.hunt_id));
+      }
+    }
+    const [{ now: endNow } = { now: 0 }] = await queryRows<{ now: number }>(db, 'SELECT toInt64(toUnixTimestamp(now())) AS now');
+    await Promise.all(runners.slice(1).map((r) => r.stop()));
+
+    // --- the crash happened, mid-run, and was retaken after its lease expired
+    expect(crash, 'the victim was crashed mid-run').toBeDefined();
+    if (!crash) return;
+    const crashed = crash;
+    const victimRun = claims.find((c) => c.runnerId === 'r0' && c.huntId === crashed.huntId && c.fire === crashed.fire);
+    expect(victimRun?.outcome).toBe('won');
+    const retake = claims.find((c) => c.runnerId !== 'r0' && c.huntId === crashed.huntId && c.outcome === 'won' && c.fire >= crashed.fire);
+    expect(retake, 'a survivor retook the crashed fire').toBeDefined();
+    expect(retake?.plannedAt).toBeGreaterThanOrEqual(crashed.leaseUntil ?? Number.POSITIVE_INFINITY);
+    expect(runs.some((r) => r.runnerId === 'r0' && r.huntId === crashed.huntId && r.fire === crashed.fire)).toBe(false);
+
+    // --- zero double runs, zero gaps: per hunt, one row per fire and contiguous windows
+    const rows = await outputRows(db);
+    const byHunt = new Map<string, typeof rows>();
+    for (const r of rows) byHunt.set(r.hunt_id, [...(byHunt.get(r.hunt_id) ?? []), r]);
+    expect(byHunt.size).toBe(HUNTS + 1);
+    let doubles = 0;
+    let gaps = 0;
+    for (const [id, list] of byHunt) {
+      for (const [i, r] of list.entries()) {
+        const prev = list[i - 1];
+        if (prev && prev.fire === r.fire) doubles += 1;
+        if (prev && prev.window_end !== r.window_start) gaps += 1;
+        expect(r.window_end, id).toBe(r.fire);
+      }
+    }
+    expect({ doubles, gaps }).toEqual({ doubles: 0, gaps: 0 });
+
+    // --- zero missed fires: every scheduled fire of a hunt has its own row, unless a dead
+    // lease held the hunt when it came due (the crashed runner's, or a late claim's, which
+    // is never released): then the next run's window covers it, as the gap check shows.
+    const firstTick = Math.min(...ticks.map((t) => t.serverNow));
+    const lateAt = new Map<string, number[]>();
+    for (const c of claims) if (c.outcome === 'late') lateAt.set(c.huntId, [...(lateAt.get(c.huntId) ?? []), c.plannedAt]);
+    let expected = 0;
+    let excused = 0;
+    const missed: string[] = [];
+    for (let i = 0; i < HUNTS; i += 1) {
+      const id = `f${String(i).padStart(3, '0')}`;
+      const interval = INTERVALS[i % INTERVALS.length] ?? 3;
+      const offset = phaseOffset(id, interval);
+      const fires = new Set((byHunt.get(id) ?? []).map((r) => r.fire));
+      for (let f = latestFire(firstTick + 3, interval, offset); f <= endNow - 3; f += interval) {
+        expected += 1;
+        if (fires.has(f)) continue;
+        const heldByCrash = crashed.held?.has(id) && f >= crashed.fire - interval && f <= (crashed.leaseUntil ?? 0) + 1;
+        const heldByLate = (lateAt.get(id) ?? []).some((t) => f >= t - interval && f <= t + LEASE_SECONDS + 1);
+        if (heldByCrash || heldByLate) excused += 1;
+        else missed.push(`${id}@${f}`);
+      }
+    }
+    expect(expected).toBeGreaterThan(HUNTS * 5);
+    expect(missed).toEqual([]);
+
+    // --- a run longer than the lease is kept by renewal, never taken over
+    const longRuns = runs.filter((r) => r.huntId === LONG.id);
+    expect(longRuns.length).toBeGreaterThanOrEqual(2);
+    for (const r of longRuns) {
+      expect(r.outcome).toBe('succeeded');
+      expect((r.endedMs - (r.startedMs ?? r.endedMs)) / 1000).toBeGreaterThan(LEASE_SECONDS);
+    }
+    // Only the crashed runner's unfinished fire may be won twice (retaken after its lease).
+    const longWins = claims.filter((c) => c.huntId === LONG.id && c.outcome === 'won' && c.runnerId !== 'r0');
+    expect(new Set(longWins.map((c) => c.fire)).size).toBe(longWins.length);
+    expect(new Set(longRuns.map((r) => r.fire)).size).toBe(longRuns.length);
+
+    // --- the gate and the shim's backlog agree on every tick
+    const disagreements = ticks.filter((t) => t.gate !== t.backlog);
+    expect(ticks.length).toBeGreaterThan(RUNNERS * 20);
+    expect(disagreements).toEqual([]);
+
+    const outcomes = new Map<string, number>();
+    for (const c of claims) outcomes.set(c.outcome, (outcomes.get(c.outcome) ?? 0) + 1);
+    console.log(
+      `fleet: ${rows.length} runs of ${byHunt.size} hunts by ${RUNNERS} runners, ${expected} scheduled fires checked, ` +
+        `${excused} fire(s) folded into the next window behind a dead lease, ` +
+        `${ticks.length} ticks, claims ${JSON.stringify(Object.fromEntries(outcomes))}, ` +
+        `crash ${crashed.huntId}@${crashed.fire} retaken by ${retake?.runnerId} at ${retake?.plannedAt} (lease until ${crashed.leaseUntil})`,
+    );
+  });
+});
