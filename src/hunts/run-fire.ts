@@ -44,6 +44,8 @@ export interface FireContext {
   readonly log: Logger;
   readonly events: RunnerEvents;
   readonly signal: AbortSignal;
+  /** Called when a claim is won and its run starts (the runner tracks overruns from here). */
+  readonly onRunStart?: (huntId: string) => void;
 }
 
 /** Renews the lease every lease/3 until stopped, so a long run is never taken over. */
@@ -103,6 +105,7 @@ async function afterClaim(ctx: FireContext, planned: PlannedRun, claim: ClaimOut
       return;
     }
     claimed(ctx, planned, 'won');
+    ctx.onRunStart?.(spec.huntId);
     await runClaimedFire(ctx, planned, runWindow(fire, claim.watermark, spec.intervalSeconds), log);
   } catch (err) {
     if (!ctx.signal.aborted) log.warn({ err: describeError(err) }, 'run could not start or finish; its lease expires on its own');

@@ -47,6 +47,8 @@ export interface RunnerDeps {
 interface InFlight {
   readonly fire: number;
   readonly done: Promise<void>;
+  /** The claim was won: this runner holds the lease and runs the fire. */
+  running: boolean;
   overrunCountedThrough: number;
 }
 
@@ -176,14 +178,18 @@ export class Runner {
       sleep: this.deps.sleep,
       claimStart: <T>(fn: () => Promise<T>) => sessions.claimStart(fn),
     };
-    const ctx = { runnerId, coord, sessions, timing, clock, metrics, log, events, signal: this.abort.signal };
+    const onRunStart = (huntId: string) => {
+      const entry = this.inFlight.get(huntId);
+      if (entry) entry.running = true;
+    };
+    const ctx = { runnerId, coord, sessions, timing, clock, metrics, log, events, signal: this.abort.signal, onRunStart };
     const runs = claimAndRun(ctx, batch);
     for (const planned of batch) {
       const huntId = planned.spec.huntId;
       // A freed slot is filled at the next tick, not at once: one claim batch per
       // tick keeps coordination cheap (refilling slot by slot was measured slower).
       const done = (runs.get(huntId) ?? Promise.resolve()).finally(() => this.inFlight.delete(huntId));
-      this.inFlight.set(huntId, { fire: planned.fire, done, overrunCountedThrough: planned.fire });
+      this.inFlight.set(huntId, { fire: planned.fire, done, running: false, overrunCountedThrough: planned.fire });
     }
   }
 
@@ -200,6 +206,7 @@ export class Runner {
   /** SPEC §7.6 step 6: an overrun is a fire that comes due while we still hold the lease of an earlier one. */
   private countOverruns(coord: Coordinator, serverNow: number): void {
     for (const [huntId, run] of this.inFlight) {
+      if (!run.running) continue;
       const spec = this.hunts.get(huntId);
       const newer = spec ? overrunFire(spec, run.fire, serverNow) : undefined;
       if (newer === undefined || newer <= run.overrunCountedThrough) continue;

@@ -31,9 +31,13 @@ interface RunSeen {
   window: { startSeconds: number; endSeconds: number };
 }
 
-async function simulatedRunner(huntId: string, interval: number | string): Promise<{ runner: RunnerHandle; clock: ManualClock; runs: RunSeen[] }> {
+async function simulatedRunner(
+  huntId: string,
+  interval: number | string,
+  options: { sleepSeconds?: number; onStatement?: () => void } = {},
+): Promise<{ runner: RunnerHandle; clock: ManualClock; runs: RunSeen[] }> {
   const hunts = tempHuntsDir();
-  hunts.write(huntId, outputHunt(db.database, huntId, interval));
+  hunts.write(huntId, outputHunt(db.database, huntId, interval, options));
   const clock = new ManualClock(0);
   const runs: RunSeen[] = [];
   const events: RunnerEvents = {
@@ -41,8 +45,9 @@ async function simulatedRunner(huntId: string, interval: number | string): Promi
       expect(e.outcome).toBe('succeeded');
       runs.push({ fire: e.fire, polledAt: clock.nowMs() / 1000, window: e.window });
     },
+    statement: () => options.onStatement?.(),
   };
-  const config = runnerConfig(db, hunts.dir, { DFE_HUNT_RUNNER_SETTLE_MS: '10', DFE_HUNT_RUNNER_POLL_SECONDS: '15' });
+  const config = runnerConfig(db, hunts.dir, { DFE_HUNT_RUNNER_SETTLE_MS: '250', DFE_HUNT_RUNNER_POLL_SECONDS: '15' });
   const runner = await startRunner({ handle: db.handle, config, clock, time: 'clock', loop: false, events });
   cleanups.push(hunts.remove, () => runner.stop());
   return { runner, clock, runs };
@@ -109,6 +114,37 @@ describe('schedule on the real engine, simulated time', () => {
     expect(rows.map((r) => [r.hunt_id, Number(r.enabled), Number(r.i)])).toEqual([
       ['leaving', 0, 0],
       ['staying', 1, 30],
+    ]);
+  });
+
+  it('counts an overrun when the next fire comes due while the lease holder still runs the last one', async () => {
+    const id = 'slow';
+    let running: () => void = () => undefined;
+    const started = new Promise<void>((resolve) => (running = resolve));
+    const sim = await simulatedRunner(id, 10, { sleepSeconds: 1.5, onStatement: () => running() });
+    const offset = phaseOffset(id, 10);
+    const start = 1_900_003_000 - (1_900_003_000 % 10) + offset; // a fire instant
+    sim.clock.set(start * 1000);
+    expect((await sim.runner.tick())?.started).toBe(1);
+    // Once the run sleeps, simulated time jumps past the next fire.
+    await started;
+    sim.clock.set((start + 10) * 1000);
+    const during = await sim.runner.tick();
+    expect(during?.started).toBe(0);
+    await sim.runner.idle();
+    const overruns = (await sim.runner.metrics.overruns.get()).values[0]?.value;
+    expect(overruns).toBe(1);
+    const rs = await db.handle.client.query({
+      query: `SELECT argMax(overrun_count, updated) AS n FROM \`${db.database}\`.hunt_state WHERE hunt_id = {id:String}`,
+      query_params: { id },
+      format: 'JSONEachRow',
+    });
+    expect((await rs.json<{ n: number }>()).map((r) => Number(r.n))).toEqual([1]);
+    // The owed newer fire runs at the next tick, over the window since the slow one.
+    await pollAt(sim, start + 11);
+    expect(sim.runs.map((r) => [r.fire, r.window.startSeconds])).toEqual([
+      [start, start - 10],
+      [start + 10, start],
     ]);
   });
 });
