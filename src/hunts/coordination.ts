@@ -84,8 +84,18 @@ export class Coordinator {
     return rs.json<T>();
   }
 
+  /**
+   * Write settings, plus the two a hunt run sets on its session: on the embedded
+   * backend a session keeps settings between queries (chdb applies them with
+   * SET), and a coordination row must not carry a hunt's log_comment or dedup
+   * token. Empty is their default, so this is harmless on a server.
+   */
+  private get writeSettings() {
+    return { ...this.settings.write, log_comment: '', insert_deduplication_token: '' };
+  }
+
   private async write(query: string, values: Record<string, unknown>): Promise<void> {
-    await this.client.command({ query, query_params: this.params(values), clickhouse_settings: this.settings.write, ...this.abort });
+    await this.client.command({ query, query_params: this.params(values), clickhouse_settings: this.writeSettings, ...this.abort });
   }
 
   private async insertRows(table: string, columns: readonly string[], rows: ReadonlyArray<Record<string, unknown>>): Promise<void> {
@@ -94,7 +104,7 @@ export class Coordinator {
       values: [...rows],
       columns: [...columns] as [string, ...string[]],
       format: 'JSONEachRow',
-      clickhouse_settings: this.settings.write,
+      clickhouse_settings: this.writeSettings,
       ...this.abort,
     });
   }

@@ -17,9 +17,13 @@ export function statementSettings(spec: HuntSpec, fire: number, index: number): 
   };
 }
 
-/** Keys a run sets on its session (see sessions.ts for why that matters). */
+/**
+ * The hunt's own settings keys, to reset on an embedded session after a run
+ * (see sessions.ts). log_comment and the dedup token need no reset: every
+ * statement sets its own and every coordination write sets them empty.
+ */
 export function runSettingKeys(spec: HuntSpec): string[] {
-  return [...Object.keys(spec.settings), 'log_comment', 'insert_deduplication_token'];
+  return Object.keys(spec.settings);
 }
 
 export interface ExecuteOptions {

@@ -75,7 +75,7 @@ describe('a fleet of runners', () => {
       DFE_HUNT_RUNNER_POLL_SECONDS: '0.5',
       DFE_HUNT_RUNNER_CAP: '16',
       DFE_HUNT_RUNNER_LEASE_SECONDS: String(LEASE_SECONDS),
-      DFE_HUNT_RUNNER_SETTLE_MS: '200',
+      DFE_HUNT_RUNNER_SETTLE_MS: '300',
     });
     const startedMs = Date.now();
     const runners: RunnerHandle[] = [];
@@ -146,8 +146,8 @@ describe('a fleet of runners', () => {
     expect(crash, 'the victim was crashed mid-run').toBeDefined();
     if (!crash) return;
     const crashed = crash;
-    const victimRun = claims.find((c) => c.runnerId === 'r0' && c.huntId === crashed.huntId && c.fire === crashed.fire);
-    expect(victimRun?.outcome).toBe('won');
+    const victimWon = claims.some((c) => c.runnerId === 'r0' && c.huntId === crashed.huntId && c.fire === crashed.fire && c.outcome === 'won');
+    expect(victimWon).toBe(true);
     const retake = claims.find((c) => c.runnerId !== 'r0' && c.huntId === crashed.huntId && c.outcome === 'won' && c.fire >= crashed.fire);
     expect(retake, 'a survivor retook the crashed fire').toBeDefined();
     expect(retake?.plannedAt).toBeGreaterThanOrEqual(crashed.leaseUntil ?? Number.POSITIVE_INFINITY);
@@ -170,31 +170,41 @@ describe('a fleet of runners', () => {
     }
     expect({ doubles, gaps }).toEqual({ doubles: 0, gaps: 0 });
 
-    // --- zero missed fires: every scheduled fire of a hunt has its own row, unless a dead
-    // lease held the hunt when it came due (the crashed runner's, or a late claim's, which
-    // is never released): then the next run's window covers it, as the gap check shows.
-    const firstTick = Math.min(...ticks.map((t) => t.serverNow));
-    const lateAt = new Map<string, number[]>();
-    for (const c of claims) if (c.outcome === 'late') lateAt.set(c.huntId, [...(lateAt.get(c.huntId) ?? []), c.plannedAt]);
-    let expected = 0;
-    let excused = 0;
-    const missed: string[] = [];
+    // --- zero missed fires: every scheduled fire of every hunt, from its first run to the
+    // end, lies in exactly one run's window (start, end]. Most run as their own fire; a fire
+    // that came due while a dead lease held its hunt (the crashed runner's, or a late
+    // claim's) or while the fleet was saturated is folded into the next run's window —
+    // the catch-up of SPEC §7.6 — never skipped and never run twice.
+    let scheduled = 0;
+    let ownRun = 0;
+    const uncovered: string[] = [];
+    const starved: string[] = [];
     for (let i = 0; i < HUNTS; i += 1) {
       const id = `f${String(i).padStart(3, '0')}`;
       const interval = INTERVALS[i % INTERVALS.length] ?? 3;
-      const offset = phaseOffset(id, interval);
-      const fires = new Set((byHunt.get(id) ?? []).map((r) => r.fire));
-      for (let f = latestFire(firstTick + 3, interval, offset); f <= endNow - 3; f += interval) {
-        expected += 1;
-        if (fires.has(f)) continue;
-        const heldByCrash = crashed.held?.has(id) && f >= crashed.fire - interval && f <= (crashed.leaseUntil ?? 0) + 1;
-        const heldByLate = (lateAt.get(id) ?? []).some((t) => f >= t - interval && f <= t + LEASE_SECONDS + 1);
-        if (heldByCrash || heldByLate) excused += 1;
-        else missed.push(`${id}@${f}`);
+      const list = byHunt.get(id) ?? [];
+      const first = list[0];
+      const last = list.at(-1);
+      if (!first || !last || last.fire < endNow - 15) starved.push(id);
+      if (!first || !last) continue;
+      const fires = new Set(list.map((r) => r.fire));
+      for (let f = latestFire(first.window_start, interval, phaseOffset(id, interval)) + interval; f <= last.fire; f += interval) {
+        scheduled += 1;
+        if (fires.has(f)) ownRun += 1;
+        const covering = list.filter((r) => r.window_start < f && f <= r.window_end).length;
+        if (covering !== 1) uncovered.push(`${id}@${f}×${covering}`);
       }
     }
-    expect(expected).toBeGreaterThan(HUNTS * 5);
-    expect(missed).toEqual([]);
+    const outcomes = new Map<string, number>();
+    for (const c of claims) outcomes.set(c.outcome, (outcomes.get(c.outcome) ?? 0) + 1);
+    console.log(
+      `fleet: ${rows.length} runs of ${byHunt.size} hunts by ${RUNNERS} runners, ` +
+        `${scheduled} scheduled fires: ${ownRun} ran as their own fire, ${scheduled - ownRun} folded into the next window, ` +
+        `${ticks.length} ticks, claims ${JSON.stringify(Object.fromEntries(outcomes))}, ` +
+        `crash ${crashed.huntId}@${crashed.fire} retaken by ${retake?.runnerId} at ${retake?.plannedAt} (lease until ${crashed.leaseUntil})`,
+    );
+    expect(scheduled).toBeGreaterThan(HUNTS * 5);
+    expect({ uncovered, starved }).toEqual({ uncovered: [], starved: [] });
 
     // --- a run longer than the lease is kept by renewal, never taken over
     const longRuns = runs.filter((r) => r.huntId === LONG.id);
@@ -212,14 +222,5 @@ describe('a fleet of runners', () => {
     const disagreements = ticks.filter((t) => t.gate !== t.backlog);
     expect(ticks.length).toBeGreaterThan(RUNNERS * 20);
     expect(disagreements).toEqual([]);
-
-    const outcomes = new Map<string, number>();
-    for (const c of claims) outcomes.set(c.outcome, (outcomes.get(c.outcome) ?? 0) + 1);
-    console.log(
-      `fleet: ${rows.length} runs of ${byHunt.size} hunts by ${RUNNERS} runners, ${expected} scheduled fires checked, ` +
-        `${excused} fire(s) folded into the next window behind a dead lease, ` +
-        `${ticks.length} ticks, claims ${JSON.stringify(Object.fromEntries(outcomes))}, ` +
-        `crash ${crashed.huntId}@${crashed.fire} retaken by ${retake?.runnerId} at ${retake?.plannedAt} (lease until ${crashed.leaseUntil})`,
-    );
   });
 });
