@@ -83,6 +83,9 @@ FROM (
     FROM (
       SELECT hunt_id, fire, argMax(status, updated) AS status
       FROM ${run}
+      -- hunt_run keeps every run ever; only (hunt, fire) pairs that were once
+      -- requested can be pending, so the collapse skips the rest.
+      WHERE (hunt_id, fire) IN (SELECT hunt_id, fire FROM ${run} WHERE status = '${RUN_STATUS.requested}')
       GROUP BY hunt_id, fire
     )
     WHERE status = '${RUN_STATUS.requested}'
