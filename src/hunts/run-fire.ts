@@ -76,9 +76,9 @@ function claimed(ctx: FireContext, planned: PlannedRun, outcome: ClaimMetricOutc
 }
 
 /**
- * Claims a batch of planned fires (one tick's, or the queue's when slots free
- * up) and runs each won fire. Returns one promise per hunt, settled when that
- * hunt's fire is done (lost, skipped, succeeded or failed); none rejects.
+ * Claims one tick's batch of planned fires and runs each won fire. Returns
+ * one promise per hunt, settled when that hunt's fire is done (lost, skipped,
+ * succeeded or failed); none rejects.
  */
 export function claimAndRun(ctx: FireContext, batch: readonly PlannedRun[]): Map<string, Promise<void>> {
   const requests = batch.map((p) => ({ huntId: p.spec.huntId, fire: p.fire }));

@@ -15,12 +15,6 @@ import { coordinationSettings, resolveTopology } from './schema.js';
 import type { SessionPool } from './sessions.js';
 import type { HuntSpec } from './spec.js';
 
-/**
- * One runner's state and its tick (SPEC §7.6). The loop, HTTP and process
- * wiring live in start.ts; this file decides what a tick does. ClickHouse being
- * down skips the tick (logged once down, once up); nothing here throws out of
- * `tick()`, so the process stays alive.
- */
 /** Every ClickHouse call of a runner listens on one signal; many run at once. */
 function abortController(): AbortController {
   const controller = new AbortController();
@@ -52,6 +46,12 @@ interface InFlight {
   overrunCountedThrough: number;
 }
 
+/**
+ * One runner's state and its tick (SPEC §7.6). The loop, HTTP and process
+ * wiring live in start.ts; this file decides what a tick does. ClickHouse being
+ * down skips the tick (logged once down, once up); nothing here throws out of
+ * `tick()`, so the process stays alive.
+ */
 export class Runner {
   private hunts = new Map<string, HuntSpec>();
   private signature = '';
@@ -70,10 +70,6 @@ export class Runner {
 
   get huntCount(): number {
     return this.hunts.size;
-  }
-
-  get signal(): AbortSignal {
-    return this.abort.signal;
   }
 
   /** Loads the hunts directory; throws only if the directory itself is unreadable. */
@@ -193,11 +189,6 @@ export class Runner {
     }
   }
 
-  /**
-   * A slot freed: start the next due hunt of the last tick rather than idle
-   * until the next one. Its row may be stale; the claim re-checks everything
-   * (live lease at the free read, the watermark at the read-back).
-   */
   /** No new runs from now on (stop): in-flight ones finish. */
   halt(): void {
     this.halted = true;
