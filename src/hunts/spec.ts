@@ -65,7 +65,8 @@ export function compileHuntFile(file: string, text: string, spreadFraction: numb
   }
   let raw: unknown;
   try {
-    raw = parseYaml(text);
+    // logLevel error: warnings would go to stderr, outside pino; errors still throw.
+    raw = parseYaml(text, { logLevel: 'error' });
   } catch (err) {
     return invalid(file, 'yaml', `is not valid YAML (${describeError(err)})`);
   }
