@@ -8,11 +8,13 @@
  */
 import { fileURLToPath } from 'node:url';
 import closeWithGrace from 'close-with-grace';
+import type { ClickHouseClient } from '@clickhouse/client';
 import { openClickHouse } from '../clickhouse/client.js';
 import { loadConfig } from '../config/load.js';
 import { describeError, isDfeError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { createDemoTables, startEventFeeder } from '../hunts/demo-data.js';
+import { dueCountSql } from '../hunts/due-sql.js';
 import { applySchema, resolveTopology } from '../hunts/schema.js';
 import { startRunner } from '../hunts/start.js';
 import { createOtelGaugeTable } from '../pressure/otel-table.js';
@@ -68,19 +70,37 @@ async function main(): Promise<void> {
       `  curl ${base}/metrics                       # Prometheus metrics of the shim`,
       `  curl ${runner.metricsUrl ?? ''}/metrics    # Prometheus metrics of the hunt runner`,
       '',
-      'Ctrl-C stops it.',
+      'Ctrl-C stops it. Every 10 s a line shows the due backlog and what the hunts found.',
       '',
     ].join('\n'),
   );
+  const ticker = startTicker(handle.client, ch.dataDatabase);
 
   closeWithGrace({ delay: 15_000 }, async ({ signal, err }) => {
     if (err) logger.error({ reason: describeError(err) }, 'fatal error; shutting down');
     else logger.info({ signal }, 'shutting down');
+    clearInterval(ticker);
     await shim.close();
     await runner.stop();
     await Promise.all([events.stop(), pressure.stop()]);
     await handle.close();
   });
+}
+
+/** Prints the backlog (the same SQL KEDA reads) and the detections so far, so the demo shows it working. */
+function startTicker(client: ClickHouseClient, database: string): NodeJS.Timeout {
+  const read = async (query: string): Promise<string> => {
+    const rs = await client.query({ query, format: 'JSONEachRow' });
+    const [row] = await rs.json<{ value: string | number }>();
+    return String(row?.value ?? 0);
+  };
+  const timer = setInterval(() => {
+    Promise.all([read(dueCountSql(database)), read(`SELECT count() AS value FROM \`${database}\`.detections`)])
+      .then(([backlog, detections]) => process.stdout.write(`${new Date().toISOString()} due hunts: ${backlog}, detections so far: ${detections}\n`))
+      .catch(() => undefined);
+  }, 10_000);
+  timer.unref();
+  return timer;
 }
 
 main().catch((err: unknown) => {
