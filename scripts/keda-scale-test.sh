@@ -325,6 +325,24 @@ verdict() {
 # FAIL for a path error (wait_for returned 1), UNPROVEN for a timeout without one.
 verdict_of() { if [ "$1" -eq 1 ]; then echo FAIL; else echo UNPROVEN; fi; }
 
+# push_and_wait PATH LEVEL DIRECTION TIMEOUT WHAT: push the signal, wait for the replica change;
+# on failure print the diagnosis and the verdict, and return non-zero.
+push_and_wait() {
+  local path=$1 level=$2 direction=$3 timeout=$4 what=$5 rc=0
+  if ! push_signal "$path" "$level"; then
+    log "  ClickHouse refused the test rows"
+    verdict "$path" FAIL
+    return 1
+  fi
+  wait_for "$path" "$direction" "$timeout" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    log "  no ${what} within ${timeout}s"
+    diagnose "$path"
+    verdict "$path" "$(verdict_of "$rc")"
+    return 1
+  fi
+}
+
 run_path() {
   local path=$1 rc
   log "== $path: shim -> KEDA -> HPA"
@@ -353,33 +371,9 @@ run_path() {
     verdict "$path" FAIL
     return
   fi
-  if ! push_signal "$path" high; then
-    log "  ClickHouse refused the test rows"
-    verdict "$path" FAIL
-    return
-  fi
-  rc=0
-  wait_for "$path" out "$SCALE_OUT_TIMEOUT" || rc=$?
-  if [ "$rc" -ne 0 ]; then
-    log "  no scale-out to >= 2 within ${SCALE_OUT_TIMEOUT}s"
-    diagnose "$path"
-    verdict "$path" "$(verdict_of "$rc")"
-    return
-  fi
+  push_and_wait "$path" high out "$SCALE_OUT_TIMEOUT" "scale-out to >= 2" || return 0
   log "  scaled out: $(replicas "$path") replicas"
-  if ! push_signal "$path" low; then
-    log "  ClickHouse refused the test rows"
-    verdict "$path" FAIL
-    return
-  fi
-  rc=0
-  wait_for "$path" in "$SCALE_IN_TIMEOUT" || rc=$?
-  if [ "$rc" -ne 0 ]; then
-    log "  no scale-in to 1 within ${SCALE_IN_TIMEOUT}s"
-    diagnose "$path"
-    verdict "$path" "$(verdict_of "$rc")"
-    return
-  fi
+  push_and_wait "$path" low in "$SCALE_IN_TIMEOUT" "scale-in to 1" || return 0
   log "  scaled back in: $(replicas "$path") replica"
   verdict "$path" PASS
 }
