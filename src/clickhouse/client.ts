@@ -37,7 +37,8 @@ export async function openClickHouse(config: ClickHouseConfig): Promise<ClickHou
     // session-wide, so nothing here needs write access.
     clickhouse_settings: {},
     ...(tls ? { tls } : {}),
-    ...(config.verifyTls ? {} : { http_agent: await insecureAgent(), set_basic_auth_header: true }),
+    // DFE_CLICKHOUSE_VERIFY=false: accept any server certificate (only meaningful over https).
+    ...(!config.verifyTls && config.url.startsWith('https:') ? { http_agent: await insecureAgent() } : {}),
     keep_alive: { enabled: true, idle_socket_ttl: 2_500 },
     // The client's own logger writes every failed request (with a stack) to the
     // console, outside pino and its once-per-key-per-minute rate limit: during an
