@@ -102,6 +102,22 @@ export function splitUrlCredentials(raw: string): { url: string; username?: stri
   return { url, ...(username === undefined ? {} : { username }), ...(password === undefined ? {} : { password }) };
 }
 
+/**
+ * A URL-ish value with any `user:password@` part masked, for error messages: an
+ * invalid DFE_CLICKHOUSE_URL is echoed back, and it may carry the password.
+ * Everything up to the LAST `@` goes, since a malformed URL may hold a raw `@`.
+ */
+export function maskUrlCredentials(value: string): string {
+  return value.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)?.*@/s, '$1[redacted]@');
+}
+
+/** What an error message may show of a variable's value: never a password. */
+function shownValue(key: string, value: string | undefined): string {
+  if (key === 'DFE_CLICKHOUSE_PASSWORD') return '[redacted]';
+  if (key === 'DFE_CLICKHOUSE_URL' && value !== undefined) return showValue(maskUrlCredentials(value));
+  return showValue(value);
+}
+
 function build(e: ParsedEnv): AppConfig {
   let url: string | undefined;
   let username = e.DFE_CLICKHOUSE_USERNAME;
@@ -180,7 +196,7 @@ function build(e: ParsedEnv): AppConfig {
 /**
  * Validates env (and flag overrides, given by flag name) once and returns a
  * frozen config. Every error names the variable and the value it had — except
- * the password, whose value is never echoed.
+ * credentials: the password is never echoed, nor the `user:password@` of a URL.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: Record<string, string | undefined> = {}): AppConfig {
   const raw = pickEnv(env);
@@ -192,7 +208,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: Record<s
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const key = String(issue?.path[0] ?? 'environment');
-    const shown = key === 'DFE_CLICKHOUSE_PASSWORD' ? '[redacted]' : showValue(raw[key]);
+    const shown = shownValue(key, raw[key]);
     const viaFlag = Object.entries(FLAG_TO_ENV).find(([flag, k]) => k === key && flags[flag] !== undefined)?.[0];
     const where = viaFlag ? `--${viaFlag}` : key;
     throw new DfeError('CONFIG_INVALID', `invalid ${where}=${shown}: ${issue?.message ?? 'invalid'}`, { key, value: shown });

@@ -69,6 +69,17 @@ describe('startup errors: one line naming the key or file', () => {
     expect(env.stderr).toContain('DFE_KEDA_SHIM_PORT');
   });
 
+  it('an invalid ClickHouse URL is named, but its credentials are not echoed', async () => {
+    const [flag, env] = await Promise.all([
+      start(['--clickhouse-url', 'https://keda:s3cret-pw@ch.example:99999']).exit,
+      start(['run'], cleanEnv({ DFE_CLICKHOUSE_URL: 'https://keda:s3cret@pw@ch example:8443' })).exit,
+    ]);
+    expect([flag.code, env.code]).toEqual([2, 2]);
+    expect(flag.stderr).toContain('--clickhouse-url="https://[redacted]@ch.example:99999"');
+    expect(env.stderr).toContain('DFE_CLICKHOUSE_URL="https://[redacted]@ch example:8443"');
+    expect(flag.stderr + env.stderr).not.toMatch(/s3cret|keda:/);
+  });
+
   it('an unknown option or command exits 2; --help exits 0', async () => {
     const [nope, serve, help] = await Promise.all([start(['--nope']).exit, start(['serve']).exit, start(['--help']).exit]);
     expect(nope.code).toBe(2);
