@@ -73,7 +73,15 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
   assertAuthConfig(shim.auth);
   const metrics = new ShimMetrics(deps.registry);
   const status = new StatusBoard(clock);
-  const executor = new QueryExecutor({ clickhouse: deps.clickhouse, clock, logger, metrics, status, cacheMaxKeys: shim.cacheMaxKeys });
+  const executor = new QueryExecutor({
+    clickhouse: deps.clickhouse,
+    clock,
+    logger,
+    metrics,
+    status,
+    cacheMaxKeys: shim.cacheMaxKeys,
+    isLive: (name) => deps.catalogue.current().queries.has(name),
+  });
   const ctx: ShimContext = {
     catalogue: deps.catalogue,
     clickhouse: deps.clickhouse,

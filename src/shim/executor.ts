@@ -25,6 +25,12 @@ export interface ExecutorOptions {
   readonly status: StatusBoard;
   /** Bound of the last-good cache (LRU), default 10 000 keys. */
   readonly cacheMaxKeys?: number;
+  /**
+   * Whether the live catalogue still has the query. An answer or a flight that
+   * lands after a reload removed its query records no metric or status, so the
+   * series the reload dropped do not come back. Default: always.
+   */
+  readonly isLive?: (queryName: string) => boolean;
 }
 
 interface CacheEntry extends GoodValue {
@@ -72,7 +78,7 @@ export class QueryExecutor {
     const reason: FailSafeReason = outcome.kind === 'deadline' ? 'deadline' : outcome.reason;
     const message = outcome.kind === 'deadline' ? `no answer within deadline_ms=${query.deadlineMs}; the query keeps running` : outcome.message;
     const answer = onFailure(this.cache.get(key), query, this.options.clock.nowMs(), hold);
-    this.options.metrics.failsafeAnswers.inc({ query: query.name, reason });
+    if (this.isLive(query)) this.options.metrics.failsafeAnswers.inc({ query: query.name, reason });
     this.logFailure(key, query, params, reason, message, answer);
     if (answer.source === 'last_good' && missedHold(query, hold)) this.warnNoHold(query);
     return this.served(query, answer);
@@ -100,16 +106,19 @@ export class QueryExecutor {
       metrics.inflight.dec();
       if (this.inflight.get(key) === flight) this.inflight.delete(key);
       const { outcome } = report;
-      metrics.queryDuration.observe(
-        { query: query.name, outcome: outcome.kind === 'ok' ? 'success' : outcome.reason },
-        report.durationSeconds,
-      );
+      const live = this.isLive(query);
+      if (live) {
+        metrics.queryDuration.observe(
+          { query: query.name, outcome: outcome.kind === 'ok' ? 'success' : outcome.reason },
+          report.durationSeconds,
+        );
+      }
       // Failures never write the cache; a flight of a since-changed definition neither.
       if (outcome.kind === 'ok' && (this.epochs.get(query.name) ?? 0) === epoch) {
         this.cache.set(key, { query: query.name, value: outcome.value, atMs: clock.nowMs() });
         metrics.cacheEntries.set(this.cache.size);
       }
-      if (outcome.kind === 'failed') status.failed(query.name, outcome.reason, outcome.message);
+      if (outcome.kind === 'failed' && live) status.failed(query.name, outcome.reason, outcome.message);
       return outcome;
     });
     const flight: Flight = { promise };
@@ -117,13 +126,20 @@ export class QueryExecutor {
     return flight;
   }
 
+  private isLive(query: CompiledQuery): boolean {
+    return this.options.isLive?.(query.name) ?? true;
+  }
+
   private served(query: CompiledQuery, answer: Answer): Answer {
     const { metrics, status, clock } = this.options;
-    metrics.requests.inc({ query: query.name, source: answer.source });
-    metrics.servedAge.set({ query: query.name }, answer.ageSeconds);
+    const live = this.isLive(query);
+    if (live) {
+      metrics.requests.inc({ query: query.name, source: answer.source });
+      metrics.servedAge.set({ query: query.name }, answer.ageSeconds);
+    }
     if (answer.source === 'stale') return answer;
     const value = servedValue(answer.value);
-    status.served(query.name, answer.source, value, clock.nowMs() - answer.ageSeconds * 1000);
+    if (live) status.served(query.name, answer.source, value, clock.nowMs() - answer.ageSeconds * 1000);
     return { ...answer, value };
   }
 

@@ -203,6 +203,21 @@ describe('catalogue reloads', () => {
   });
 });
 
+describe('a reload while an answer is in flight', () => {
+  it('leaves no metric series of a query it removed, even when that answer lands after', async () => {
+    const goner = compiled('goner', `SELECT sleep(0.3) + count() FROM \`${db.database}\`.jobs`);
+    t.catalogue.apply([...t.catalogue.current().queries.values(), goner]);
+    const before = started();
+    const answer = get(t.app, '/q/goner');
+    await vi.waitFor(() => expect(started()).toBe(before + 1));
+    t.catalogue.apply([...t.catalogue.current().queries.values()].filter((q) => q.name !== 'goner'));
+    // The request that began on the old catalogue is still answered…
+    expect((await answer).body).toMatchObject({ value: 4, source: 'fresh' });
+    // …but its query is gone, and so are its series (requests, age, duration).
+    expect((await get(t.app, '/metrics')).body.text).not.toContain('query="goner"');
+  });
+});
+
 describe('operator endpoints', () => {
   it('livez, readyz (not before listening), status without credentials', async () => {
     expect((await get(t.app, '/livez')).status).toBe(200);
