@@ -203,6 +203,30 @@ describe('catalogue reloads', () => {
   });
 });
 
+describe('a reload drops the cache of what it changed or removed', () => {
+  it('a changed, or removed and re-added, query starts cold: the old definition’s last-good is never held', async () => {
+    const v1 = compiled('swap', `SELECT throwIf(any(fail) = 1, 'knob says fail') AS f, toFloat64OrNull(any(v)) AS v FROM \`${db.database}\`.knob`, {
+      resultField: 'v',
+      coldHold: 1,
+    });
+    const v2 = { ...v1, clampMax: 2, fingerprint: 'swap-v2' };
+    const others = () => [...t.catalogue.current().queries.values()].filter((q) => q.name !== 'swap');
+    t.catalogue.apply([...others(), v1]);
+    await setKnob('5');
+    expect((await get(t.app, '/q/swap')).body).toMatchObject({ value: 5, source: 'fresh' });
+    await setKnob('5', 1);
+    expect((await get(t.app, '/q/swap')).body).toMatchObject({ value: 5, source: 'last_good' });
+    t.catalogue.apply([...others(), v2]);
+    expect((await get(t.app, '/q/swap')).body).toEqual({ value: 1, source: 'cold_hold', age_seconds: 0 });
+    await setKnob('5');
+    expect((await get(t.app, '/q/swap')).body).toMatchObject({ value: 2, source: 'fresh' });
+    t.catalogue.apply(others());
+    t.catalogue.apply([...others(), v2]);
+    await setKnob('5', 1);
+    expect((await get(t.app, '/q/swap')).body).toEqual({ value: 1, source: 'cold_hold', age_seconds: 0 });
+  });
+});
+
 describe('a reload while an answer is in flight', () => {
   it('leaves no metric series of a query it removed, even when that answer lands after', async () => {
     const goner = compiled('goner', `SELECT sleep(0.3) + count() FROM \`${db.database}\`.jobs`);
