@@ -88,14 +88,21 @@ describe('startup errors: one line naming the key or file', () => {
     expect(help.stdout).toContain('Usage: dfe-keda-shim');
   });
 
-  it('an invalid catalogue or a missing override exits non-zero naming the file', async () => {
+  it('an invalid catalogue or override, or a missing override, exits non-zero naming the file (and the query and key)', async () => {
     const bad = file('bad.yaml', 'queries:\n  q:\n    sql: "SELECT 1"\n    bogus_key: 1\n');
     const good = file('good.yaml', 'queries:\n  q:\n    sql: "SELECT 1"\n');
+    const badOverride = file('bad-override.yaml', 'queries:\n  q:\n    deadline_ms: 9000\n');
     const missing = join(dir, 'nowhere.yaml');
-    const [invalid, absent] = await Promise.all([start(['--queries', bad]).exit, start(['--queries', good, '--override', missing]).exit]);
+    const [invalid, override, absent] = await Promise.all([
+      start(['--queries', bad]).exit,
+      start(['--queries', good, '--override', badOverride]).exit,
+      start(['--queries', good, '--override', missing]).exit,
+    ]);
     expect(invalid.code).not.toBe(0);
     expect(invalid.stderr.trim().split('\n')).toHaveLength(1);
-    expect(invalid.stderr).toContain(bad);
+    expect(invalid.stderr).toContain(`${bad}: query "q" key "bogus_key"`);
+    expect(override.code).not.toBe(0);
+    expect(override.stderr).toContain(`${badOverride}: query "q" key "deadline_ms": 9000 must be less than timeout_seconds`);
     expect(absent.code).not.toBe(0);
     expect(absent.stderr).toContain(missing);
   });
@@ -124,6 +131,14 @@ describe('run', () => {
     // The store's directory watch (or interval) picks the change up; SIGHUP asks for the same reload.
     await vi.waitFor(async () => expect((await fetch(`${base}/q/extra`)).status).toBe(200), { timeout: 10_000, interval: 100 });
     expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/dfe_keda_shim_catalogue_reloads_total\{result="applied"\} 1/);
+    // An invalid override is rejected, counted and logged; the previous catalogue keeps serving.
+    file('override.yaml', 'queries:\n  extra:\n    sql: "SELECT 7"\n    clamp_min: 5\n    clamp_max: 1\n');
+    await vi.waitFor(async () => expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/catalogue_reloads_total\{result="rejected"\} 1/), {
+      timeout: 10_000,
+      interval: 100,
+    });
+    expect(logs).toContain('catalogue reload rejected');
+    expect(await (await fetch(`${base}/q/extra`)).json()).toMatchObject({ value: 7, source: 'fresh' });
     child.kill('SIGHUP');
     await vi.waitFor(() => expect(logs).toContain('SIGHUP: reloading the catalogue'), { timeout: 10_000, interval: 50 });
     expect((await fetch(`${base}/q/answer`)).status).toBe(200);
