@@ -5,7 +5,7 @@ import type { CatalogueEvent, CatalogueProvider } from '../catalogue/types.js';
 import type { ClickHouseHandle } from '../clickhouse/client.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { ShimConfig } from '../config/load.js';
-import { describeError } from '../errors.js';
+import { DfeError, describeError, showValue } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import { assertAuthConfig } from './auth.js';
 import type { ShimContext } from './context.js';
@@ -61,6 +61,15 @@ function onCatalogueEvent(ctx: ShimContext, logger: Logger, event: CatalogueEven
   logger.info({ changed: event.changed, removed: event.removed }, 'catalogue reloaded');
 }
 
+/** A file a setting names, read once at startup; an unreadable one is a config error naming the setting. */
+function readConfiguredFile(path: string, key: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new DfeError('CONFIG_INVALID', `invalid ${key}=${showValue(path)}: ${describeError(err)}`, { key, value: path, cause: err });
+  }
+}
+
 /**
  * Builds (does not start) the shim's Fastify instance. server.ts listens;
  * tests use `app.inject()`. TLS, when configured, is set here because Fastify
@@ -91,7 +100,9 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
     status,
     lifecycle: { state: 'starting' },
   };
-  const https = shim.tls ? { cert: readFileSync(shim.tls.certFile), key: readFileSync(shim.tls.keyFile) } : null;
+  const https = shim.tls
+    ? { cert: readConfiguredFile(shim.tls.certFile, 'DFE_KEDA_SHIM_TLS_CERT_FILE'), key: readConfiguredFile(shim.tls.keyFile, 'DFE_KEDA_SHIM_TLS_KEY_FILE') }
+    : null;
   // The https option changes Fastify's server generic; routes do not care which server carries them.
   const app = Fastify({
     loggerInstance: logger,

@@ -4,6 +4,7 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isDfeError } from '../../src/errors.js';
 import { listenShim } from '../../src/shim/server.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { compiled, makeApp, type AppUnderTest } from './helpers.js';
@@ -61,5 +62,18 @@ describe.skipIf(!haveCert)('TLS listener', () => {
     expect(base).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
     expect(await getJson('/readyz')).toEqual({ status: 200, body: { status: 'ready' } });
     expect(await getJson('/q/one')).toEqual({ status: 200, body: { value: 1.5, source: 'fresh', age_seconds: 0 } });
+  });
+});
+
+describe('TLS files that cannot be read', () => {
+  it('are a config error naming the setting and the path', async () => {
+    const missing = join(dir, 'missing.crt');
+    const err = await makeApp({
+      queries: [compiled('one', 'SELECT 1')],
+      clickhouse: { backend: 'embedded', target: 'unused', client: undefined as never },
+      env: { DFE_KEDA_SHIM_TLS_CERT_FILE: missing, DFE_KEDA_SHIM_TLS_KEY_FILE: keyFile },
+    }).catch((e: unknown) => e);
+    expect(isDfeError(err, 'CONFIG_INVALID')).toBe(true);
+    expect((err as Error).message).toContain(`DFE_KEDA_SHIM_TLS_CERT_FILE=${JSON.stringify(missing)}`);
   });
 });
