@@ -169,7 +169,7 @@ function build(e: ParsedEnv): AppConfig {
       port: e.DFE_KEDA_SHIM_PORT,
       builtinCataloguePath: e.DFE_KEDA_SHIM_BUILTIN_QUERIES,
       overridePath: e.DFE_KEDA_SHIM_QUERY_CONFIG,
-      cacheMaxKeys: Math.floor(e.DFE_KEDA_SHIM_CACHE_MAX_KEYS),
+      cacheMaxKeys: e.DFE_KEDA_SHIM_CACHE_MAX_KEYS,
       reloadIntervalMs: e.DFE_KEDA_SHIM_RELOAD_INTERVAL_MS,
       auth: {
         mode: e.DFE_KEDA_SHIM_AUTH_MODE,
@@ -183,7 +183,7 @@ function build(e: ParsedEnv): AppConfig {
       huntsDir: e.DFE_HUNTS_DIR,
       spreadFraction: e.DFE_ENGINE_HUNTS_PHASE_SPREAD_FRACTION,
       pollSeconds: e.DFE_HUNT_RUNNER_POLL_SECONDS,
-      cap: Math.floor(e.DFE_HUNT_RUNNER_CAP),
+      cap: e.DFE_HUNT_RUNNER_CAP,
       metricsPort: e.DFE_HUNT_RUNNER_METRICS_PORT,
       leaseSeconds: e.DFE_HUNT_RUNNER_LEASE_SECONDS,
       settleMs: e.DFE_HUNT_RUNNER_SETTLE_MS,

@@ -32,6 +32,14 @@ const positiveNumber = z
   .transform(Number)
   .refine((n) => n > 0, { message: 'must be greater than 0' });
 
+/** A count (cache keys, concurrent runs): a fraction would floor to 0, which is no bound or no runs. */
+const positiveInteger = z
+  .string()
+  .trim()
+  .regex(/^\d+$/, { message: 'must be a whole number greater than 0' })
+  .transform(Number)
+  .refine((n) => n > 0 && Number.isSafeInteger(n), { message: 'must be a whole number greater than 0' });
+
 /** Raw environment (strings), keyed by variable name. */
 export const envSchema = z.object({
   DFE_CLICKHOUSE_BACKEND: z.enum(['auto', 'server', 'embedded']).default('auto'),
@@ -53,7 +61,7 @@ export const envSchema = z.object({
   DFE_KEDA_SHIM_QUERY_CONFIG: z.string().min(1).optional(),
   DFE_KEDA_SHIM_BUILTIN_QUERIES: z.string().min(1).optional(),
   DFE_KEDA_SHIM_OTEL_DATABASE: databaseName.optional(),
-  DFE_KEDA_SHIM_CACHE_MAX_KEYS: positiveNumber.default(10_000),
+  DFE_KEDA_SHIM_CACHE_MAX_KEYS: positiveInteger.default(10_000),
   DFE_KEDA_SHIM_RELOAD_INTERVAL_MS: positiveNumber.default(2_000),
   DFE_KEDA_SHIM_AUTH_MODE: z.enum(['none', 'bearer', 'apiKey', 'basic']).default('none'),
   DFE_KEDA_SHIM_AUTH_TOKEN_FILE: z.string().min(1).optional(),
@@ -69,7 +77,7 @@ export const envSchema = z.object({
     .refine((n) => Number.isFinite(n) && n > 0 && n <= 1, { message: 'must be a number in (0, 1]' })
     .default(0.8),
   DFE_HUNT_RUNNER_POLL_SECONDS: positiveNumber.default(15),
-  DFE_HUNT_RUNNER_CAP: positiveNumber.default(8),
+  DFE_HUNT_RUNNER_CAP: positiveInteger.default(8),
   DFE_HUNT_RUNNER_METRICS_PORT: port('DFE_HUNT_RUNNER_METRICS_PORT').default(9464),
   DFE_HUNT_RUNNER_LEASE_SECONDS: positiveNumber.default(300),
   DFE_HUNT_RUNNER_SETTLE_MS: positiveNumber.default(750),

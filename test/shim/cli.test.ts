@@ -80,6 +80,12 @@ describe('startup errors: one line naming the key or file', () => {
     expect(flag.stderr + env.stderr).not.toMatch(/s3cret|keda:/);
   });
 
+  it('a count that is not a whole number exits 2 naming the variable (0.5 keys would be no cache bound at all)', async () => {
+    const bad = await start(['run'], cleanEnv({ DFE_KEDA_SHIM_CACHE_MAX_KEYS: '0.5' })).exit;
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('invalid DFE_KEDA_SHIM_CACHE_MAX_KEYS="0.5": must be a whole number');
+  });
+
   it('an unknown option or command exits 2; --help exits 0', async () => {
     const [nope, serve, help] = await Promise.all([start(['--nope']).exit, start(['serve']).exit, start(['--help']).exit]);
     expect(nope.code).toBe(2);
