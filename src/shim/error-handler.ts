@@ -25,7 +25,9 @@ export function statusOf(err: unknown): number {
 export function shimErrorHandler(err: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): void {
   const status = statusOf(err);
   const query = isDfeError(err) ? (err.query ?? null) : null;
-  if (status >= 500) request.log.error({ err }, 'request failed');
+  // A stale 503 is a ClickHouse failure the executor already logged, at most
+  // once per key per minute (SPEC §4 step 5): logging it per request would flood.
+  if (status >= 500 && !isDfeError(err, 'STALE')) request.log.error({ err }, 'request failed');
   if (status === 401) {
     const challenge = (err as { challenge?: string }).challenge;
     if (challenge) void reply.header('www-authenticate', challenge);

@@ -23,6 +23,10 @@ beforeAll(async () => {
       resultField: 'v',
       metricType: 'Value',
     }),
+    compiled('stalek', `SELECT throwIf(any(fail) = 1, 'knob says fail') AS f, any(v) AS v FROM \`${db.database}\`.knob`, {
+      resultField: 'v',
+      maxStaleSeconds: 10,
+    }),
   ];
   t = await makeApp({ queries, clickhouse: db.handle, clock, logger });
 });
@@ -69,5 +73,19 @@ describe('failure logging', () => {
     expect(warnings()).toHaveLength(1);
     expect(warnings()[0]).toMatchObject({ query: 'vknob', level: 40 });
     expect((await get(t.app, '/q/vknob?service=a&hold=50')).body).toMatchObject({ value: 50, source: 'hold' });
+  });
+
+  it('a 503 for a too-old last-good value is logged like any failure: once per key per minute, not per request', async () => {
+    await db.handle.client.command({ query: `TRUNCATE TABLE \`${db.database}\`.knob` });
+    await db.handle.client.insert({ table: `${db.database}.knob`, values: [{ v: 4, fail: 0 }], format: 'JSONEachRow' });
+    expect((await get(t.app, '/q/stalek')).body).toMatchObject({ value: 4, source: 'fresh' });
+    await db.handle.client.command({ query: `TRUNCATE TABLE \`${db.database}\`.knob` });
+    await db.handle.client.insert({ table: `${db.database}.knob`, values: [{ v: 4, fail: 1 }], format: 'JSONEachRow' });
+    clock.advance(11_000);
+    const before = lines.length;
+    for (let i = 0; i < 3; i++) expect((await get(t.app, '/q/stalek')).status).toBe(503);
+    const added = lines.slice(before);
+    expect(added.map((l) => l.msg)).toEqual(['query failed; answered from the fail-safe path']);
+    expect(added[0]).toMatchObject({ query: 'stalek', held: { source: 'stale' } });
   });
 });
