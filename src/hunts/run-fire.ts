@@ -6,7 +6,7 @@ import type { Coordinator } from './coordination.js';
 import { executeFire, runSettingKeys } from './execute.js';
 import type { ClaimMetricOutcome, RunnerMetrics, RunOutcome } from './metrics.js';
 import type { PlannedRun } from './plan.js';
-import type { SessionPool } from './sessions.js';
+import type { SessionPool, StatementSession } from './sessions.js';
 import { RUN_STATUS } from './tables.js';
 import { runWindow, type RunWindow } from './window.js';
 
@@ -48,11 +48,17 @@ export interface FireContext {
   readonly onRunStart?: (huntId: string) => void;
 }
 
-/** Renews the lease every lease/3 until stopped, so a long run is never taken over. */
-function startRenewal(ctx: FireContext, huntId: string, fire: number): () => void {
+/**
+ * Renews the lease every lease/3 until stopped, so a long run is never taken
+ * over. Stopping waits for a renewal already sent: it goes over the runner's
+ * own connection, the release over the run's, so a renewal still queued there
+ * could otherwise land over the release and hold the hunt for a whole lease.
+ */
+function startRenewal(ctx: FireContext, huntId: string, fire: number): () => Promise<void> {
   const everyMs = (ctx.timing.leaseSeconds * 1000) / 3;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
+  let sent: Promise<void> = Promise.resolve();
   const renew = async () => {
     if (stopped || ctx.signal.aborted) return;
     try {
@@ -60,12 +66,13 @@ function startRenewal(ctx: FireContext, huntId: string, fire: number): () => voi
     } catch (err) {
       if (!ctx.signal.aborted) ctx.log.warn({ hunt: huntId, fire, err: describeError(err) }, 'lease renewal failed');
     }
-    if (!stopped) timer = setTimeout(renew, everyMs);
+    if (!stopped) timer = setTimeout(() => (sent = renew()), everyMs);
   };
-  timer = setTimeout(renew, everyMs);
-  return () => {
+  timer = setTimeout(() => (sent = renew()), everyMs);
+  return async () => {
     stopped = true;
     if (timer) clearTimeout(timer);
+    await sent;
   };
 }
 
@@ -124,14 +131,16 @@ async function runClaimedFire(ctx: FireContext, planned: PlannedRun, window: Run
   ctx.metrics.fireLateness.observe(Math.max(0, planned.latenessSeconds));
   const stopRenewal = startRenewal(ctx, huntId, fire);
   const startedMs = ctx.clock.nowMs();
-  const session = await ctx.sessions.acquire();
-  const coord = ctx.coord.withClient(session.client);
+  let session: StatementSession | undefined;
   let outcome: RunOutcome = 'succeeded';
   let rowsWritten = 0;
   try {
+    // Inside the try: a session that cannot be opened must stop the renewal too.
+    const own = (session = await ctx.sessions.acquire());
+    const coord = ctx.coord.withClient(own.client);
     try {
       ({ rowsWritten } = await ctx.sessions.runStatements(() =>
-        executeFire(session.client, spec, fire, window, {
+        executeFire(own.client, spec, fire, window, {
           signal: ctx.signal,
           onStatement: (index) => ctx.events.statement?.({ runnerId: ctx.runnerId, huntId, fire, index }),
         }),
@@ -142,16 +151,16 @@ async function runClaimedFire(ctx: FireContext, planned: PlannedRun, window: Run
       log.error({ err: describeError(err), file: spec.file }, 'hunt run failed; the fire stays owed');
     }
     // The hunt's settings must not ride along on the coordination writes below.
-    await ctx.sessions.reset(session, runSettingKeys(spec));
+    await ctx.sessions.reset(own, runSettingKeys(spec));
     // Order matters: the watermark before the release, so a peer that claims
     // right after the release finds the fire already run.
     if (outcome === 'succeeded') await coord.setWatermark(huntId, fire);
-    stopRenewal();
+    await stopRenewal();
     await coord.putLease(huntId, ctx.runnerId, fire, 'release');
     await coord.runRow(huntId, fire, outcome === 'succeeded' ? RUN_STATUS.succeeded : RUN_STATUS.failed, rowsWritten);
   } finally {
-    stopRenewal();
-    if (!ctx.signal.aborted) await ctx.sessions.release(session, runSettingKeys(spec));
+    await stopRenewal();
+    if (session && !ctx.signal.aborted) await ctx.sessions.release(session, runSettingKeys(spec));
   }
   ctx.metrics.runs.inc({ hunt_id: huntId, outcome });
   ctx.metrics.runDuration.observe((ctx.clock.nowMs() - startedMs) / 1000);
