@@ -79,15 +79,11 @@ FROM (
     GROUP BY hunt_id
   ) AS l ON l.hunt_id = s.hunt_id
   LEFT JOIN (
-    SELECT hunt_id, groupArray(fire) AS req_fires
-    FROM (
-      SELECT hunt_id, fire, argMax(status, updated) AS status
-      FROM ${run}
-      -- hunt_run keeps every run ever; only (hunt, fire) pairs that were once
-      -- requested can be pending, so the collapse skips the rest.
-      WHERE (hunt_id, fire) IN (SELECT hunt_id, fire FROM ${run} WHERE status = '${RUN_STATUS.requested}')
-      GROUP BY hunt_id, fire
-    )
+    -- Every fire ever requested. Whether one is still owed is the watermark's
+    -- call (req_open), not its newest status: a requested run that failed stays
+    -- owed like any fire. hunt_run keeps every run ever; only requested rows are read.
+    SELECT hunt_id, groupUniqArray(fire) AS req_fires
+    FROM ${run}
     WHERE status = '${RUN_STATUS.requested}'
     GROUP BY hunt_id
   ) AS r ON r.hunt_id = s.hunt_id

@@ -95,6 +95,26 @@ describe('run-now', () => {
     await server.setWatermark('a', fire);
     expect(await backlogAt(fire)).toBe(0);
   });
+
+  it('stays owed after a failed run, like any fire, until a run covers it', async () => {
+    const c = db.handle.client;
+    const a = spec('a', 3600);
+    await materialise(c, db.database, [a], SETTINGS);
+    const server = new Coordinator(c, db.database, SETTINGS);
+    const [{ now } = { now: 0 }] = await queryRows<{ now: number }>(db, 'SELECT toInt64(toUnixTimestamp(now())) AS now');
+    await server.setWatermark('a', latestFire(Number(now), 3600, a.phaseOffset));
+    const fire = await server.requestRun('a');
+    // What the runner writes when the requested run fails (and releases): no watermark.
+    await server.runRow('a', fire, 'failed', 0);
+    expect(await backlogAt(fire + 1)).toBe(1);
+    const [row] = await queryRows<DueRow>(db, dueRowsSql(db.database, { now: 'param' }), { now: fire + 1 });
+    expect({ id: row?.hunt_id, fire: Number(row?.fire), requested: Number(row?.requested) }).toEqual({ id: 'a', fire, requested: 1 });
+
+    // The retry succeeds: watermark := fire, then a `succeeded` row; nothing is owed.
+    await server.setWatermark('a', fire);
+    await server.runRow('a', fire, 'succeeded', 1);
+    expect(await backlogAt(fire + 1)).toBe(0);
+  });
 });
 
 describe('the tick query', () => {
