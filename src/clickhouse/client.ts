@@ -27,7 +27,7 @@ export interface ClickHouseHandle {
 export async function openClickHouse(config: ClickHouseConfig): Promise<ClickHouseHandle> {
   if (config.backend === 'embedded') return openEmbedded(config.embeddedPath);
   if (!config.url) throw new DfeError('CONFIG_INVALID', 'no ClickHouse server URL configured', { key: 'DFE_CLICKHOUSE_URL' });
-  const tls = config.caCertPath ? { ca_cert: readFileSync(config.caCertPath) } : undefined;
+  const tls = config.caCertPath ? { ca_cert: readCaCert(config.caCertPath) } : undefined;
   const client = createClient({
     url: config.url,
     username: config.username,
@@ -51,6 +51,18 @@ export async function openClickHouse(config: ClickHouseConfig): Promise<ClickHou
     target: config.url,
     close: () => client.close(),
   };
+}
+
+function readCaCert(path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new DfeError('CONFIG_INVALID', `invalid DFE_CLICKHOUSE_CA_CERT=${JSON.stringify(path)}: cannot read it (${describeError(err)})`, {
+      key: 'DFE_CLICKHOUSE_CA_CERT',
+      value: path,
+      cause: err,
+    });
+  }
 }
 
 async function insecureAgent() {
