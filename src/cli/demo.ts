@@ -76,15 +76,39 @@ async function main(): Promise<void> {
   );
   const ticker = startTicker(handle.client, ch.dataDatabase);
 
-  closeWithGrace({ delay: 15_000 }, async ({ signal, err }) => {
+  const grace = closeWithGrace({ delay: 15_000, skip: [...STOP_SIGNALS] }, async ({ signal, err }) => {
     if (err) logger.error({ reason: describeError(err) }, 'fatal error; shutting down');
-    else logger.info({ signal }, 'shutting down');
+    else if (signal) logger.info({ signal }, 'shutting down');
     clearInterval(ticker);
     await shim.close();
     await runner.stop();
     await Promise.all([events.stop(), pressure.stop()]);
     await handle.close();
   });
+  onceOnStopSignal((signal) => {
+    logger.info({ signal }, 'shutting down');
+    grace.close();
+  });
+}
+
+/**
+ * `npm start` runs `sh -c '… exec node …'`: the exec lets a SIGTERM sent to npm reach this
+ * process (npm forwards it to its child, which without exec was the shell alone, and the demo
+ * ran on as an orphan holding the ports and the embedded database). The price: Ctrl-C now
+ * arrives twice, once from the terminal and once forwarded by npm, and close-with-grace would
+ * take the second as "force quit" and exit mid-close. So only the first SIGINT/SIGTERM counts;
+ * repeats are ignored, and close-with-grace's delay (15 s) still bounds the stop.
+ */
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+
+function onceOnStopSignal(stop: (signal: NodeJS.Signals) => void): void {
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    stop(signal);
+  };
+  for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
 }
 
 /** Prints the backlog (the same SQL KEDA reads) and the detections so far, so the demo shows it working. */

@@ -1,0 +1,117 @@
+/**
+ * `npm start` as the README shows it: the whole system in one process on the embedded engine,
+ * answering the README's curls, and stopped by a signal. Run through npm itself, because npm
+ * runs the script under `sh -c`: a SIGTERM (a process supervisor, `kill <npm pid>`) reaches
+ * only npm and its direct child, so the script must `exec` node — otherwise the shell dies and
+ * the demo runs on as an orphan that keeps the ports and the embedded database's lock.
+ *
+ * `--ignore-scripts` skips the `prestart` build: test/global-setup.ts built dist/ already.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { REPO } from '../chart/tools.js';
+
+const scratch = mkdtempSync(join(tmpdir(), 'dfe-npm-start-'));
+let running: ChildProcess | undefined;
+
+afterEach(() => {
+  // Whatever happened, nothing of the demo outlives its test: npm was started as the leader
+  // of its own process group, so the group holds npm, the shell and the demo.
+  if (running?.pid !== undefined) {
+    try {
+      process.kill(-running.pid, 'SIGKILL');
+    } catch {
+      // the group is gone: everything exited
+    }
+  }
+  running = undefined;
+});
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+/** The environment without DFE_* settings (a server URL there would send the demo to it). */
+function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('DFE_')) env[key] = value;
+  return { ...env, npm_config_update_notifier: 'false', ...extra };
+}
+
+async function startDemo(name: string) {
+  const [shimPort, metricsPort] = [await freePort(), await freePort()];
+  const child = spawn('npm', ['start', '--ignore-scripts'], {
+    cwd: REPO,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: childEnv({
+      DFE_EMBEDDED_PATH: join(scratch, name),
+      DFE_KEDA_SHIM_PORT: String(shimPort),
+      DFE_HUNT_RUNNER_METRICS_PORT: String(metricsPort),
+    }),
+  });
+  running = child;
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  // Bounded: the banner comes once the schema, the demo tables, the runner and the shim are up.
+  for (let attempt = 0; attempt < 300 && !output.includes('Ctrl-C stops it'); attempt++) {
+    if (child.exitCode !== null) break;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  expect(output, 'npm start never printed its banner').toContain('Ctrl-C stops it');
+  const shim = `http://127.0.0.1:${shimPort}`;
+  return { child, shim, runner: `http://127.0.0.1:${metricsPort}`, output: () => output.slice(-3000) };
+}
+
+/** True while anything still answers at the URL; waits (bounded) for it to go away. */
+async function stillAnswering(url: string): Promise<boolean> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const up = await fetch(url).then(
+      () => true,
+      () => false,
+    );
+    if (!up) return false;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+  return true;
+}
+
+describe('npm start (README "Two commands" and "Curl it")', () => {
+  it('serves the README curls, and a SIGTERM to npm stops the demo too, exit 0', async () => {
+    const demo = await startDemo('term');
+    const backlog = await fetch(`${demo.shim}/keda/hunt-backlog`);
+    expect(backlog.status).toBe(200);
+    expect(await backlog.json()).toMatchObject({ source: 'fresh', value: expect.any(Number) });
+    const pressure = await fetch(`${demo.shim}/keda/pressure?service=demo-ingest&hold=70`);
+    expect(pressure.status).toBe(200);
+    expect(await pressure.json()).toMatchObject({ source: 'fresh', value: expect.any(Number) });
+    expect((await fetch(`${demo.shim}/readyz`)).status).toBe(200);
+    expect(await (await fetch(`${demo.runner}/metrics`)).text()).toMatch(/^dfe_hunt_backlog /m);
+
+    demo.child.kill('SIGTERM');
+    const [code] = await once(demo.child, 'exit');
+    expect(await stillAnswering(`${demo.shim}/livez`), `the demo outlived npm:\n${demo.output()}`).toBe(false);
+    expect(code, demo.output()).toBe(0);
+  });
+
+  it('Ctrl-C (SIGINT to the whole foreground group) stops it cleanly, exit 0', async () => {
+    const demo = await startDemo('int');
+    process.kill(-demo.child.pid!, 'SIGINT');
+    const [code, signal] = await once(demo.child, 'exit');
+    expect(await stillAnswering(`${demo.shim}/livez`), demo.output()).toBe(false);
+    expect({ code, signal }, demo.output()).toEqual({ code: 0, signal: null });
+    expect(demo.output()).not.toMatch(/second SIGINT/);
+  });
+});
