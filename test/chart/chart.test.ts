@@ -336,6 +336,8 @@ describe.skipIf(skip)('helm chart', () => {
       [{ huntRunner: { gitSync: { enabled: true } } }, /huntRunner\.gitSync\.repo/],
       [{ clickhouse: { host: '', url: '' } }, /clickhouse\.url or clickhouse\.host/],
       [{ kedaShim: { replica: 3 } }, /replica/],
+      // The ScaledObject would poll a shim Service this release does not create.
+      [{ kedaShim: { enabled: false }, huntRunner: { autoscaling: { enabled: true } } }, /huntRunner\.autoscaling\.shimAddress/],
     ];
     for (const [values, message] of bad) expect(() => helmTemplate(values), JSON.stringify(values)).toThrow(message);
   });
