@@ -9,10 +9,10 @@
 import { fileURLToPath } from 'node:url';
 import closeWithGrace from 'close-with-grace';
 import type { ClickHouseClient } from '@clickhouse/client';
-import { openClickHouse } from '../clickhouse/client.js';
-import { loadConfig } from '../config/load.js';
+import { openClickHouse, type ClickHouseHandle } from '../clickhouse/client.js';
+import { loadConfig, type AppConfig } from '../config/load.js';
 import { describeError, isDfeError } from '../errors.js';
-import { createLogger } from '../log.js';
+import { createLogger, type Logger } from '../log.js';
 import { createDemoTables, startEventFeeder } from '../hunts/demo-data.js';
 import { dueCountSql } from '../hunts/due-sql.js';
 import { applySchema, resolveTopology } from '../hunts/schema.js';
@@ -34,9 +34,20 @@ const DEMO_ENV: Readonly<Record<string, string>> = Object.freeze({
 async function main(): Promise<void> {
   const config = loadConfig({ ...DEMO_ENV, ...process.env });
   const logger = createLogger(config.log);
-  const ch = config.clickhouse;
-  const handle = await openClickHouse(ch);
+  const handle = await openClickHouse(config.clickhouse);
+  // What is running so far, stopped newest first if startup fails (a port already taken):
+  // exiting with the embedded engine busy crashes it (SIGSEGV) instead of a clean exit 1.
+  const started: (() => Promise<void>)[] = [() => handle.close()];
+  try {
+    await startAll(config, logger, handle, started);
+  } catch (err) {
+    for (const stop of started.reverse()) await stop().catch(() => undefined);
+    throw err;
+  }
+}
 
+async function startAll(config: AppConfig, logger: Logger, handle: ClickHouseHandle, started: (() => Promise<void>)[]): Promise<void> {
+  const ch = config.clickhouse;
   const topology = await resolveTopology(handle.client, ch.dataDatabase, ch.topology, ch.cluster);
   await applySchema(handle.client, ch.dataDatabase, topology);
   await createDemoTables(handle.client, ch.dataDatabase);
@@ -46,12 +57,14 @@ async function main(): Promise<void> {
   const onFeedError = (err: unknown) => logger.warn({ reason: describeError(err) }, 'demo feeder write failed');
   const events = startEventFeeder(handle.client, ch.dataDatabase, { onError: onFeedError });
   const pressure = startPressureFeeder({ client: handle.client, database: ch.otelDatabase, onError: onFeedError });
+  started.push(() => Promise.all([events.stop(), pressure.stop()]).then(() => undefined));
   const runner = await startRunner({
     handle,
     config,
     log: logger,
     serve: { host: config.shim.host, port: config.runner.metricsPort },
   });
+  started.push(() => runner.stop());
   // The shim gets its own connection: on the embedded engine one connection runs one
   // query at a time and per-query settings outlive the query (see docs/embedded.md).
   const shim = await startShim({ config, logger, handleSignals: false });

@@ -114,4 +114,31 @@ describe('npm start (README "Two commands" and "Curl it")', () => {
     expect({ code, signal }, demo.output()).toEqual({ code: 0, signal: null });
     expect(demo.output()).not.toMatch(/second SIGINT/);
   });
+
+  it('a shim port already taken: one line naming it and exit 1, not a crash of the embedded engine', async () => {
+    const taken = createServer().listen(0, '127.0.0.1');
+    await once(taken, 'listening');
+    try {
+      const { port } = taken.address() as AddressInfo;
+      const child = spawn(process.execPath, [join(REPO, 'dist', 'src', 'cli', 'demo.js')], {
+        cwd: REPO,
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: childEnv({
+          DFE_EMBEDDED_PATH: join(scratch, 'taken'),
+          DFE_KEDA_SHIM_PORT: String(port),
+          DFE_HUNT_RUNNER_METRICS_PORT: String(await freePort()),
+        }),
+      });
+      running = child;
+      let output = '';
+      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      const [code, signal] = await once(child, 'exit');
+      expect({ code, signal }, output).toEqual({ code: 1, signal: null });
+      expect(output).toMatch(new RegExp(`EADDRINUSE.*127\\.0\\.0\\.1:${port}`));
+    } finally {
+      taken.close();
+    }
+  });
 });
