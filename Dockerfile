@@ -2,8 +2,9 @@
 #
 # Production image of dfe-keda-shim and dfe-hunt-runner.
 #   docker build -t dfe-keda-shim .
-#   docker run --rm -p 8080:8080 -e DFE_CLICKHOUSE_URL=http://clickhouse:8123 dfe-keda-shim
-#   docker run --rm dfe-keda-shim dfe-hunt-runner materialise --hunts /etc/dfe/hunts
+#   docker run --rm --read-only --tmpfs /tmp -p 8080:8080 -e DFE_CLICKHOUSE_URL=http://clickhouse:8123 dfe-keda-shim
+#   docker run --rm -e DFE_CLICKHOUSE_URL=http://clickhouse:8123 -v "$PWD/hunts:/etc/dfe/hunts:ro" \
+#     dfe-keda-shim dfe-hunt-runner materialise        # DFE_HUNTS_DIR is /etc/dfe/hunts (mount it)
 #
 # Node 22 is the current LTS line here (Node 20 is past end of life; the code still runs on it).
 ARG NODE_IMAGE=node:22-slim
