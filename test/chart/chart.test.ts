@@ -143,6 +143,15 @@ describe.skipIf(skip)('helm chart', () => {
     expect(hr.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
   });
 
+  it('shim PDB: minAvailable 1 of 2 pods by default; none for a single pod, whose PDB would block every node drain', () => {
+    expect(one(render('defaults').manifests, 'PodDisruptionBudget', '-shim').spec.minAvailable).toBe(1);
+    expect(byKind(helmTemplate({ ...CH, kedaShim: { replicas: 1 } }).manifests, 'PodDisruptionBudget')).toEqual([]);
+    expect(byKind(helmTemplate({ ...CH, kedaShim: { replicas: 3, pdb: { minAvailable: 3 } } }).manifests, 'PodDisruptionBudget')).toEqual([]);
+    // A percentage is the operator's own call: rendered as given.
+    const percent = helmTemplate({ ...CH, kedaShim: { replicas: 1, pdb: { minAvailable: '50%' } } }).manifests;
+    expect(one(percent, 'PodDisruptionBudget', '-shim').spec.minAvailable).toBe('50%');
+  });
+
   it('autoscaling on: no replicas field, a ScaledObject with the values given, 0 rendered as 0', () => {
     const { manifests } = render('autoscaling on, min 0, fallback');
     const runner = one(manifests, 'Deployment', '-hunt-runner');
