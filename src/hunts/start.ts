@@ -97,8 +97,8 @@ export async function startRunner(options: StartRunnerOptions): Promise<RunnerHa
       await delay(waitMs, undefined, { signal: wake.signal }).catch(() => undefined);
     }
   };
-  const looping = options.loop === false ? Promise.resolve() : loop();
-
+  // Probes first: a taken metrics port must stop the start, not leave a runner
+  // running hunts with no /livez for Kubernetes to see.
   let server: MetricsServer | undefined;
   if (options.serve) {
     server = await serveMetrics(
@@ -113,9 +113,13 @@ export async function startRunner(options: StartRunnerOptions): Promise<RunnerHa
       },
       options.serve.host,
       options.serve.port,
-    );
+    ).catch(async (err: unknown) => {
+      await sessions.close();
+      throw err;
+    });
     log.info({ url: server.url }, 'serving /livez, /readyz and /metrics');
   }
+  const looping = options.loop === false ? Promise.resolve() : loop();
 
   let stopped: Promise<void> | undefined;
   return {

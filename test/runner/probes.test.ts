@@ -70,6 +70,31 @@ describe('runner probes and resilience', () => {
     expect(metricValue(metrics.text, 'dfe_hunt_tick_duration_seconds_count')).toBe(3);
   });
 
+  it('a taken metrics port stops the start before any tick: no runner without probes', async () => {
+    const hunts = tempHuntsDir();
+    cleanups.push(hunts.remove);
+    hunts.write('fine', 'schedule: {mode: rate, interval: 60}\nqueries: [SELECT 1]\n');
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise<void>((resolve) => taken.close(() => resolve())));
+    const { port } = taken.address() as AddressInfo;
+    // Its own database: the start materialises before it serves, and the other tests read the schedule.
+    const own = await openTestDatabase('probes_port');
+    cleanups.push(() => own.close());
+    await applySchema(own.handle.client, own.database, { kind: 'single' });
+    const config = runnerConfig(own, hunts.dir);
+    const handle = await openClickHouse(config.clickhouse);
+    cleanups.push(() => handle.close());
+    const started = startRunner({ handle, config, runnerId: 'port-taken', serve: { host: '127.0.0.1', port } });
+    await expect(started).rejects.toThrow(/EADDRINUSE/);
+    const rs = await own.handle.client.query({
+      query: `SELECT count() AS n FROM \`${own.database}\`.hunt_runner_heartbeat WHERE runner_id = 'port-taken'`,
+      format: 'JSONEachRow',
+    });
+    const [row] = await rs.json<{ n: string | number }>();
+    expect(Number(row?.n)).toBe(0);
+  });
+
   it('reloads a changed hunts directory: materialises new hunts, tombstones removed ones, counts bad files', async () => {
     const hunts = tempHuntsDir();
     cleanups.push(hunts.remove);
