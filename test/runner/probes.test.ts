@@ -82,11 +82,13 @@ describe('runner probes and resilience', () => {
     const own = await openTestDatabase('probes_port');
     cleanups.push(() => own.close());
     await applySchema(own.handle.client, own.database, { kind: 'single' });
-    const config = runnerConfig(own, hunts.dir);
+    const config = runnerConfig(own, hunts.dir, { DFE_HUNT_RUNNER_POLL_SECONDS: '0.2' });
     const handle = await openClickHouse(config.clickhouse);
     cleanups.push(() => handle.close());
     const started = startRunner({ handle, config, runnerId: 'port-taken', serve: { host: '127.0.0.1', port } });
     await expect(started).rejects.toThrow(/EADDRINUSE/);
+    // Several poll periods: a loop left running would have written heartbeats by now.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
     const rs = await own.handle.client.query({
       query: `SELECT count() AS n FROM \`${own.database}\`.hunt_runner_heartbeat WHERE runner_id = 'port-taken'`,
       format: 'JSONEachRow',
