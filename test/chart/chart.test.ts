@@ -58,6 +58,19 @@ const MATRIX: Record<string, object> = {
     huntRunner: { clickhouse: { username: 'dfe_hunt_runner' }, autoscaling: { enabled: true } },
   },
   'runner only': { ...CH, kedaShim: { enabled: false } },
+  'ClickHouse CA, shim TLS, extra volumes': {
+    clickhouse: { ...CH.clickhouse, caCert: { existingSecret: 'ch-ca', key: 'root.pem' } },
+    kedaShim: {
+      tls: { enabled: true, existingSecret: 'shim-tls' },
+      extraVolumes: [{ name: 'shim-extra', configMap: { name: 'shim-extra' } }],
+      extraVolumeMounts: [{ name: 'shim-extra', mountPath: '/etc/shim-extra', readOnly: true }],
+    },
+    huntRunner: {
+      autoscaling: { enabled: true },
+      extraVolumes: [{ name: 'runner-extra', secret: { secretName: 'runner-extra' } }],
+      extraVolumeMounts: [{ name: 'runner-extra', mountPath: '/etc/runner-extra', readOnly: true }],
+    },
+  },
 };
 
 const skip = missing('helm');
@@ -261,6 +274,74 @@ describe.skipIf(skip)('helm chart', () => {
     expect(one(apiKey, 'ScaledObject', '-hunt-runner').spec.triggers[0].metadata).toMatchObject({ authMode: 'apiKey', method: 'header', keyParamName: 'X-API-KEY' });
   });
 
+  it('ClickHouse CA: the Secret mounted read-only in every container that talks to ClickHouse, DFE_CLICKHOUSE_CA_CERT naming the file', () => {
+    const { manifests } = render('ClickHouse CA, shim TLS, extra volumes');
+    const pods = [one(manifests, 'Deployment', '-shim'), one(manifests, 'Deployment', '-hunt-runner'), one(manifests, 'Job', '-materialise')];
+    const clients = [
+      container(pods[0]!, 'shim'),
+      container(pods[1]!, 'hunt-runner'),
+      container(pods[2]!, 'materialise'),
+      podSpec(pods[2]!).initContainers.find((c: { name: string }) => c.name === 'schema'),
+    ];
+    for (const pod of pods) expect(podSpec(pod).volumes).toContainEqual({ name: 'clickhouse-ca', secret: { secretName: 'ch-ca' } });
+    for (const c of clients) {
+      expect(c.volumeMounts, c.name).toContainEqual({ name: 'clickhouse-ca', mountPath: '/etc/dfe/clickhouse-ca', readOnly: true });
+      expect(envOf(c).DFE_CLICKHOUSE_CA_CERT, c.name).toBe('/etc/dfe/clickhouse-ca/root.pem');
+    }
+  });
+
+  it('shim TLS: the tls Secret mounted, the TLS env set, HTTPS probes, an https ScaledObject URL', () => {
+    const { manifests } = render('ClickHouse CA, shim TLS, extra volumes');
+    const shim = one(manifests, 'Deployment', '-shim');
+    const c = container(shim, 'shim');
+    expect(podSpec(shim).volumes).toContainEqual({ name: 'tls', secret: { secretName: 'shim-tls' } });
+    expect(c.volumeMounts).toContainEqual({ name: 'tls', mountPath: '/etc/dfe-keda-shim/tls', readOnly: true });
+    expect(envOf(c)).toMatchObject({ DFE_KEDA_SHIM_TLS_CERT_FILE: '/etc/dfe-keda-shim/tls/tls.crt', DFE_KEDA_SHIM_TLS_KEY_FILE: '/etc/dfe-keda-shim/tls/tls.key' });
+    expect(c.livenessProbe.httpGet).toEqual({ path: '/livez', port: 'http', scheme: 'HTTPS' });
+    expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http', scheme: 'HTTPS' });
+    const trigger = one(manifests, 'ScaledObject', '-hunt-runner').spec.triggers[0];
+    expect(trigger.metadata.url).toBe('https://rel-dfe-keda-shim-shim.dfe.svc.cluster.local:8080/keda/hunt-backlog');
+    // A configured address is the operator's: used as given.
+    const configured = helmTemplate({ ...CH, kedaShim: { tls: { enabled: true, existingSecret: 'shim-tls' } }, huntRunner: { autoscaling: { enabled: true, shimAddress: 'https://shim.example:8443/' } } });
+    expect(one(configured.manifests, 'ScaledObject', '-hunt-runner').spec.triggers[0].metadata.url).toBe('https://shim.example:8443/keda/hunt-backlog');
+  });
+
+  it("extra volumes: the shim's in the shim pod, the runner's in the runner pod and the materialise Job", () => {
+    const { manifests } = render('ClickHouse CA, shim TLS, extra volumes');
+    const names = (list: { name: string }[]) => list.map((v) => v.name);
+    const shim = one(manifests, 'Deployment', '-shim');
+    expect(names(podSpec(shim).volumes)).toEqual(['tmp', 'tls', 'clickhouse-ca', 'shim-extra']);
+    expect(container(shim, 'shim').volumeMounts).toContainEqual({ name: 'shim-extra', mountPath: '/etc/shim-extra', readOnly: true });
+    const runnerMount = { name: 'runner-extra', mountPath: '/etc/runner-extra', readOnly: true };
+    const runner = one(manifests, 'Deployment', '-hunt-runner');
+    const job = one(manifests, 'Job', '-materialise');
+    for (const pod of [runner, job]) {
+      expect(podSpec(pod).volumes).toContainEqual({ name: 'runner-extra', secret: { secretName: 'runner-extra' } });
+      expect(names(podSpec(pod).volumes)).not.toContain('shim-extra');
+    }
+    expect(container(runner, 'hunt-runner').volumeMounts).toContainEqual(runnerMount);
+    expect(container(job, 'materialise').volumeMounts).toContainEqual(runnerMount);
+    expect(podSpec(job).initContainers[0].volumeMounts).toContainEqual(runnerMount);
+  });
+
+  it('defaults: no CA, TLS or extra volumes, mounts or env; plain-http probes', () => {
+    const { manifests } = render('defaults');
+    const names = (list: { name: string }[] = []) => list.map((v) => v.name);
+    const shim = one(manifests, 'Deployment', '-shim');
+    const runner = one(manifests, 'Deployment', '-hunt-runner');
+    const job = one(manifests, 'Job', '-materialise');
+    expect(names(podSpec(shim).volumes)).toEqual(['tmp']);
+    expect(names(podSpec(runner).volumes)).toEqual(['tmp', 'hunts']);
+    expect(names(podSpec(job).volumes)).toEqual(['tmp', 'hunts']);
+    const containers = [container(shim, 'shim'), container(runner, 'hunt-runner'), container(job, 'materialise'), ...podSpec(job).initContainers];
+    for (const c of containers) {
+      expect(names(c.volumeMounts), c.name).toEqual(c.name === 'schema' ? ['tmp'] : c.name === 'shim' ? ['tmp'] : ['tmp', 'hunts']);
+      expect(Object.keys(envOf(c)).filter((k) => /CA_CERT|TLS/.test(k)), c.name).toEqual([]);
+    }
+    expect(container(shim, 'shim').livenessProbe.httpGet).toEqual({ path: '/livez', port: 'http' });
+    expect(container(shim, 'shim').readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
+  });
+
   it('separate ClickHouse users for the shim and the runner, passwords only from Secrets', () => {
     const { manifests } = render('auth apiKey, network policy, separate users');
     const shimEnv = envOf(container(one(manifests, 'Deployment', '-shim'), 'shim'));
@@ -332,6 +413,12 @@ describe.skipIf(skip)('helm chart', () => {
       expect(notes).toContain("curl -s 'http://127.0.0.1:8080/keda/pressure?service=<ServiceName>&hold=70'");
       expect(notes).toContain('Authorization: Bearer');
       expect(notes).toContain('kubectl -n dfe logs job/rel-dfe-keda-shim-materialise');
+      // With listener TLS: https, and -k (the certificate names the Service, not 127.0.0.1).
+      const tlsNotes = helmTemplate({ ...CH, kedaShim: { tls: { enabled: true, existingSecret: 'shim-tls' } } }, copy).manifests.find(
+        (m) => m.metadata.name === 'notes',
+      )!.data.notes as string;
+      expect(tlsNotes).toContain('curl -sk https://127.0.0.1:8080/keda/hunt-backlog');
+      expect(tlsNotes).not.toContain('http://');
     } finally {
       rmSync(copy, { recursive: true, force: true });
     }
@@ -345,6 +432,9 @@ describe.skipIf(skip)('helm chart', () => {
       [{ huntRunner: { gitSync: { enabled: true } } }, /huntRunner\.gitSync\.repo/],
       [{ clickhouse: { host: '', url: '' } }, /clickhouse\.url or clickhouse\.host/],
       [{ kedaShim: { replica: 3 } }, /replica/],
+      [{ kedaShim: { tls: { enabled: true } } }, /kedaShim\.tls\.existingSecret/],
+      [{ clickhouse: { caCert: { existingSecret: 'ch-ca', key: '' } } }, /caCert/],
+      [{ huntRunner: { extraVolumes: { name: 'x' } } }, /extraVolumes/],
       // The ScaledObject would poll a shim Service this release does not create.
       [{ kedaShim: { enabled: false }, huntRunner: { autoscaling: { enabled: true } } }, /huntRunner\.autoscaling\.shimAddress/],
     ];

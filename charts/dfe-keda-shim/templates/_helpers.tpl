@@ -122,6 +122,10 @@ imagePullSecrets:
 {{- end }}
 - name: DFE_CLICKHOUSE_DATA_DATABASE
   value: {{ $ch.dataDatabase | quote }}
+{{- if $ch.caCert.existingSecret }}
+- name: DFE_CLICKHOUSE_CA_CERT
+  value: {{ include "dfe-keda-shim.clickhouseCaFile" .root | quote }}
+{{- end }}
 {{- with $ch.otelDatabase }}
 - name: DFE_KEDA_SHIM_OTEL_DATABASE
   value: {{ . | quote }}
@@ -130,6 +134,25 @@ imagePullSecrets:
   value: {{ $ch.topology | quote }}
 - name: LOG_LEVEL
   value: {{ .root.Values.logLevel | quote }}
+{{- end -}}
+
+{{/* The private CA of the ClickHouse server (clickhouse.caCert): a Secret mounted as a
+     directory in every pod that talks to ClickHouse, DFE_CLICKHOUSE_CA_CERT naming the file.
+     The programs read it once at start: a rotated CA needs a restart. */}}
+{{- define "dfe-keda-shim.clickhouseCaFile" -}}
+{{- printf "/etc/dfe/clickhouse-ca/%s" .Values.clickhouse.caCert.key -}}
+{{- end -}}
+
+{{- define "dfe-keda-shim.clickhouseCaVolume" -}}
+- name: clickhouse-ca
+  secret:
+    secretName: {{ .Values.clickhouse.caCert.existingSecret | quote }}
+{{- end -}}
+
+{{- define "dfe-keda-shim.clickhouseCaMount" -}}
+- name: clickhouse-ca
+  mountPath: /etc/dfe/clickhouse-ca
+  readOnly: true
 {{- end -}}
 
 {{/* Hunts ------------------------------------------------------------------------------ */}}
@@ -214,12 +237,15 @@ imagePullSecrets:
 
 {{/* Shim address and auth ---------------------------------------------------------------- */}}
 
+{{/* Base URL of the shim for the chart's ScaledObject: https when this release's shim serves
+     TLS (kedaShim.tls); a configured shimAddress is used as given. */}}
 {{- define "dfe-keda-shim.shimAddress" -}}
 {{- $configured := .Values.huntRunner.autoscaling.shimAddress | trimSuffix "/" -}}
 {{- if $configured -}}
 {{- $configured -}}
 {{- else -}}
-{{- printf "http://%s.%s.svc.cluster.local:%v" (include "dfe-keda-shim.shimName" .) .Release.Namespace .Values.kedaShim.port -}}
+{{- $scheme := ternary "https" "http" .Values.kedaShim.tls.enabled -}}
+{{- printf "%s://%s.%s.svc.cluster.local:%v" $scheme (include "dfe-keda-shim.shimName" .) .Release.Namespace .Values.kedaShim.port -}}
 {{- end -}}
 {{- end -}}
 

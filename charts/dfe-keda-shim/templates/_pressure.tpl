@@ -11,7 +11,7 @@ KEDA takes the higher of the two.
 
 Parameters:
   service            ServiceName of the app's gauge rows (required)
-  shimAddress        base URL of the shim (required)
+  shimAddress        base URL of the shim (required; https://… when the shim has kedaShim.tls on)
   target             pressure target, 0-100 (default 70)
   cpu                false to leave out the CPU trigger (default true)
   cpuUtilization     CPU utilisation target, percent (default 70)
