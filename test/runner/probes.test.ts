@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { readSchedule } from '../../src/hunts/materialise.js';
 import { applySchema, coordinationSettings } from '../../src/hunts/schema.js';
 import { startRunner } from '../../src/hunts/start.js';
+import { freePort } from '../helpers/faults.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { capturingLogger, runnerConfig, tempHuntsDir } from './fixtures.js';
 
@@ -27,14 +28,6 @@ afterEach(async () => {
 });
 afterAll(async () => db?.close());
 
-async function refusedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 async function get(url: string): Promise<{ status: number; text: string }> {
   const res = await fetch(url);
   return { status: res.status, text: await res.text() };
@@ -51,7 +44,7 @@ describe('runner probes and resilience', () => {
     cleanups.push(hunts.remove);
     hunts.write('fine', 'schedule: {mode: rate, interval: 60}\nqueries: [SELECT 1]\n');
     hunts.write('bad', 'schedule: {mode: rate, interval: never}\nqueries: [SELECT 1]\n');
-    const config = loadConfig({ DFE_CLICKHOUSE_URL: `http://127.0.0.1:${await refusedPort()}`, DFE_HUNTS_DIR: hunts.dir, LOG_LEVEL: 'silent' });
+    const config = loadConfig({ DFE_CLICKHOUSE_URL: `http://127.0.0.1:${await freePort()}`, DFE_HUNTS_DIR: hunts.dir, LOG_LEVEL: 'silent' });
     const handle = await openClickHouse(config.clickhouse);
     cleanups.push(() => handle.close());
     const { log, lines } = capturingLogger();
