@@ -1,6 +1,8 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { qualifiedTable } from '../clickhouse/identifiers.js';
+import { setTimeout as delay } from 'node:timers/promises';
 import { dueTickSql, type DueTickRow } from './due-sql.js';
+import { withQuorumRetry } from './quorum-retry.js';
 import type { CoordinationSettings } from './schema.js';
 import { ServerTime } from './server-time.js';
 import { systemClock } from '../clock.js';
@@ -94,19 +96,27 @@ export class Coordinator {
     return { ...this.settings.write, log_comment: '', insert_deduplication_token: '' };
   }
 
+  /** Quorum-busy rejections (replicated tables, concurrent writers) are retried: see quorum-retry.ts. */
   private async write(query: string, values: Record<string, unknown>): Promise<void> {
-    await this.client.command({ query, query_params: this.params(values), clickhouse_settings: this.writeSettings, ...this.abort });
+    await withQuorumRetry(
+      () => this.client.command({ query, query_params: this.params(values), clickhouse_settings: this.writeSettings, ...this.abort }),
+      (ms) => delay(ms),
+    );
   }
 
   private async insertRows(table: string, columns: readonly string[], rows: ReadonlyArray<Record<string, unknown>>): Promise<void> {
-    await this.client.insert({
-      table: qualifiedTable(this.database, table),
-      values: [...rows],
-      columns: [...columns] as [string, ...string[]],
-      format: 'JSONEachRow',
-      clickhouse_settings: this.writeSettings,
-      ...this.abort,
-    });
+    await withQuorumRetry(
+      () =>
+        this.client.insert({
+          table: qualifiedTable(this.database, table),
+          values: [...rows],
+          columns: [...columns] as [string, ...string[]],
+          format: 'JSONEachRow',
+          clickhouse_settings: this.writeSettings,
+          ...this.abort,
+        }),
+      (ms) => delay(ms),
+    );
   }
 
   /** SPEC §7.6 step 1: the one due query of a tick; also refreshes the server clock estimate. */

@@ -141,7 +141,10 @@ export class Runner {
       const coord = await this.coordinator();
       await this.materialiseIfNeeded(coord);
       const snapshot = await coord.tick();
-      await coord.heartbeat(this.deps.runnerId, this.deps.settings.pollSeconds);
+      // A lost heartbeat row costs nothing but a stale "seen"; it must not skip the tick.
+      await coord.heartbeat(this.deps.runnerId, this.deps.settings.pollSeconds).catch((err: unknown) => {
+        this.deps.log.warn({ err: describeError(err) }, 'heartbeat write failed; the tick goes on');
+      });
       this.markClickHouse('up');
       this.deps.metrics.backlog.set(snapshot.backlog);
       this.countOverruns(coord, snapshot.serverNow);
