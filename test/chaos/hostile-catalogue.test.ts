@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
+import { yamlScalar, yamlValue } from '../helpers/arbitraries.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { defaultBuiltinPath, loadCatalogue } from '../../src/catalogue/load.js';
@@ -47,15 +48,8 @@ function expectNamesAFile(outcome: Outcome): void {
   expect(error.message.startsWith(`${error.file}:`)).toBe(true);
 }
 
-const scalar = fc.oneof(
-  fc.string({ maxLength: 30 }),
-  fc.integer(),
-  fc.double(),
-  fc.boolean(),
-  fc.constant(null),
-  fc.constantFrom('data', 'otel', 'SELECT 1 AS value', 'SELECT {service:String}', '__DB__', '__PRESSURE_MATCH__', 'hunt_backlog', 'Value', '.inf', -1, 0, 1e308),
-);
-const value = fc.oneof(scalar, fc.array(scalar, { maxLength: 4 }), fc.dictionary(fc.string({ maxLength: 10 }), scalar, { maxKeys: 3 }));
+const scalar = yamlScalar(['data', 'otel', 'SELECT 1 AS value', 'SELECT {service:String}', '__DB__', '__PRESSURE_MATCH__', 'hunt_backlog', 'Value', '.inf', -1, 0, 1e308]);
+const value = yamlValue(scalar, 4);
 const queryBody = fc.dictionary(fc.oneof(fc.constantFrom(...RAW_QUERY_KEYS), fc.string({ maxLength: 12 })), value, { maxKeys: 6 });
 const queryName = fc.oneof(fc.constantFrom('pressure', 'backlog', 'jobs', 'q-1'), fc.string({ maxLength: 15 }));
 const catalogueLike = fc.oneof(

@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
+import { yamlScalar, yamlValue } from '../helpers/arbitraries.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { loadHuntsDir } from '../../src/hunts/loader.js';
@@ -58,15 +59,8 @@ const stem = fc.oneof(
   fc.string({ minLength: 1, maxLength: 40, unit: 'grapheme' }).filter((s) => !s.includes('/') && !s.includes('\0') && s !== '.' && s !== '..' && Buffer.byteLength(s) < 200),
 );
 
-const scalar = fc.oneof(
-  fc.string({ maxLength: 30 }),
-  fc.integer(),
-  fc.double(),
-  fc.boolean(),
-  fc.constant(null),
-  fc.constantFrom('rate', 'cron', '5m', '0s', '1h30m', '-5m', '99999999999d', '*/5 * * * *', '{window}', '{window_start:Int64}', 'log_comment'),
-);
-const value = fc.oneof(scalar, fc.array(scalar, { maxLength: 3 }), fc.dictionary(fc.string({ maxLength: 10 }), scalar, { maxKeys: 3 }));
+const scalar = yamlScalar(['rate', 'cron', '5m', '0s', '1h30m', '-5m', '99999999999d', '*/5 * * * *', '{window}', '{window_start:Int64}', 'log_comment']);
+const value = yamlValue(scalar, 3);
 const huntLike = fc.oneof(
   fc.record(
     {
