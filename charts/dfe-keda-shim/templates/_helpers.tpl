@@ -54,6 +54,16 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
+{{/* The ServiceAccount every pod of the release runs as: the chart's own (serviceAccount.create),
+     or an existing one named by serviceAccount.name, or the namespace's "default". */}}
+{{- define "dfe-keda-shim.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "dfe-keda-shim.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
 {{/* Image and security ------------------------------------------------------------------ */}}
 
 {{- define "dfe-keda-shim.image" -}}
@@ -63,6 +73,7 @@ app.kubernetes.io/component: {{ .component }}
 {{/* Pod-level settings shared by every pod: no service links (they inject
      DFE_KEDA_SHIM_PORT=tcp://…), no API token, non-root. */}}
 {{- define "dfe-keda-shim.podCommon" -}}
+serviceAccountName: {{ include "dfe-keda-shim.serviceAccountName" . }}
 enableServiceLinks: false
 automountServiceAccountToken: false
 securityContext:
@@ -262,4 +273,12 @@ method: header
 keyParamName: X-API-KEY
 {{- end }}
 {{- end }}
+{{- end -}}
+
+{{/* Monitoring ------------------------------------------------------------------------- */}}
+
+{{/* "true" when monitoring.coreos.com/v1 objects may be rendered: the cluster serves the API
+     (as helm sees it), or monitoring.forceApi says render them anyway (helm template, GitOps). */}}
+{{- define "dfe-keda-shim.monitoringApi" -}}
+{{- if or .Values.monitoring.forceApi (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1") -}}true{{- end -}}
 {{- end -}}

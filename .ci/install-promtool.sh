@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs promtool (Prometheus' rule and exposition checker) for the monitoring tests:
+# built with `go install` from the Go module proxy into .tools/bin, like the chart tools.
+# The Go module versions of Prometheus are v0.<major*100+minor>.<patch>: v0.316.0 is
+# Prometheus 3.16.0.
+# Idempotent: skipped when already built at the pinned version.
+# Never fails CI: when it cannot be built, the tests needing it skip and say how to install it.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 0
+
+PROMTOOL_VERSION=v0.316.0
+
+bin_dir="$PWD/.tools/bin"
+stamp="$bin_dir/.promtool.version"
+mkdir -p "$bin_dir"
+
+say() { printf '[promtool] %s\n' "$*"; }
+
+if [ -x "$bin_dir/promtool" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$PROMTOOL_VERSION" ]; then
+  say "promtool $PROMTOOL_VERSION already built in $bin_dir"
+  exit 0
+fi
+if ! command -v go >/dev/null 2>&1; then
+  say "go not found: cannot build promtool (the monitoring tests that need it will skip)"
+  exit 0
+fi
+say "building promtool $PROMTOOL_VERSION with go install (takes several minutes on a cold cache)"
+if GOBIN="$bin_dir" CGO_ENABLED=0 go install "github.com/prometheus/prometheus/cmd/promtool@$PROMTOOL_VERSION"; then
+  printf '%s\n' "$PROMTOOL_VERSION" >"$stamp"
+  say "promtool built: $bin_dir/promtool ($("$bin_dir/promtool" --version 2>/dev/null | head -n 1))"
+else
+  say "go install promtool@$PROMTOOL_VERSION failed: the monitoring tests that need it will skip"
+fi
+exit 0
