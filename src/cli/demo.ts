@@ -13,9 +13,10 @@ import { openClickHouse, type ClickHouseHandle } from '../clickhouse/client.js';
 import { loadConfig, type AppConfig } from '../config/load.js';
 import { describeError, isDfeError } from '../errors.js';
 import { createLogger, type Logger } from '../log.js';
-import { createDemoTables, startEventFeeder } from '../hunts/demo-data.js';
+import { createDemoTables, seedRecentHistory, startEventFeeder } from '../hunts/demo-data.js';
 import { dueCountSql } from '../hunts/due-sql.js';
 import { applySchema, resolveTopology } from '../hunts/schema.js';
+import type { RunnerMetrics } from '../hunts/metrics.js';
 import { startRunner } from '../hunts/start.js';
 import { createOtelGaugeTable } from '../pressure/otel-table.js';
 import { DEMO_PRESSURE_SERVICES, startPressureFeeder } from '../pressure/feeder.js';
@@ -54,6 +55,9 @@ async function startAll(config: AppConfig, logger: Logger, handle: ClickHouseHan
   await handle.client.command({ query: `CREATE DATABASE IF NOT EXISTS \`${ch.otelDatabase}\`` });
   await createOtelGaugeTable(handle.client, ch.otelDatabase);
 
+  // Two minutes of past events first, so the hunts' first runs (which cover the interval
+  // before start) already find the attack bursts: a detection within seconds, not minutes.
+  await seedRecentHistory(handle.client, ch.dataDatabase, Date.now());
   const onFeedError = (err: unknown) => logger.warn({ reason: describeError(err) }, 'demo feeder write failed');
   const events = startEventFeeder(handle.client, ch.dataDatabase, { onError: onFeedError });
   const pressure = startPressureFeeder({ client: handle.client, database: ch.otelDatabase, onError: onFeedError });
@@ -83,11 +87,12 @@ async function startAll(config: AppConfig, logger: Logger, handle: ClickHouseHan
       `  curl ${base}/metrics                       # Prometheus metrics of the shim`,
       `  curl ${runner.metricsUrl ?? ''}/metrics    # Prometheus metrics of the hunt runner`,
       '',
-      'Ctrl-C stops it. Every 10 s a line shows the due backlog and what the hunts found.',
+      'Ctrl-C stops it. Every 10 s a line shows the due backlog, the hunt runs and what they found',
+      '(two minutes of past events were loaded at start, so the first runs already find attacks).',
       '',
     ].join('\n'),
   );
-  const ticker = startTicker(handle.client, ch.dataDatabase);
+  const ticker = startTicker(handle.client, ch.dataDatabase, runner.metrics.runs);
 
   const grace = closeWithGrace({ delay: 15_000, skip: [...STOP_SIGNALS] }, async ({ signal, err }) => {
     if (err) logger.error({ reason: describeError(err) }, 'fatal error; shutting down');
@@ -124,16 +129,28 @@ function onceOnStopSignal(stop: (signal: NodeJS.Signals) => void): void {
   for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
 }
 
-/** Prints the backlog (the same SQL KEDA reads) and the detections so far, so the demo shows it working. */
-function startTicker(client: ClickHouseClient, database: string): NodeJS.Timeout {
+/**
+ * Prints the backlog (the same SQL KEDA reads), the runs of this runner by outcome (its
+ * dfe_hunt_runs_total) and the detections so far, so the demo shows the system working.
+ */
+function startTicker(client: ClickHouseClient, database: string, runs: RunnerMetrics['runs']): NodeJS.Timeout {
   const read = async (query: string): Promise<string> => {
     const rs = await client.query({ query, format: 'JSONEachRow' });
     const [row] = await rs.json<{ value: string | number }>();
     return String(row?.value ?? 0);
   };
+  const runCounts = async (): Promise<string> => {
+    const counted = { succeeded: 0, failed: 0 };
+    for (const { labels, value } of (await runs.get()).values) {
+      if (labels.outcome === 'succeeded' || labels.outcome === 'failed') counted[labels.outcome] += value;
+    }
+    return `${counted.succeeded} succeeded, ${counted.failed} failed`;
+  };
   const timer = setInterval(() => {
-    Promise.all([read(dueCountSql(database)), read(`SELECT count() AS value FROM \`${database}\`.detections`)])
-      .then(([backlog, detections]) => process.stdout.write(`${new Date().toISOString()} due hunts: ${backlog}, detections so far: ${detections}\n`))
+    Promise.all([read(dueCountSql(database)), runCounts(), read(`SELECT count() AS value FROM \`${database}\`.detections`)])
+      .then(([backlog, runsLine, detections]) =>
+        process.stdout.write(`${new Date().toISOString()} due hunts: ${backlog}, runs: ${runsLine}, detections so far: ${detections}\n`),
+      )
       .catch(() => undefined);
   }, 10_000);
   timer.unref();

@@ -83,6 +83,39 @@ export function syntheticEvents(nowMs: number, perSecond: number): DemoEvent[] {
   return events;
 }
 
+/**
+ * The last `minutes` of traffic as if the feeder had been running: ordinary events plus an SSH
+ * brute-force burst every 10 s, each row's `_timestamp_load` set in the past. A hunt's first
+ * run covers the interval before its latest fire, which predates the demo's start; without
+ * this history it would find nothing and the first detection would wait a whole interval.
+ */
+export function recentHistory(nowMs: number, minutes = 2): (DemoEvent & { readonly _timestamp_load: string })[] {
+  const rows: (DemoEvent & { readonly _timestamp_load: string })[] = [];
+  for (let secondsAgo = minutes * 60; secondsAgo >= 1; secondsAgo -= 1) {
+    const atMs = nowMs - secondsAgo * 1000;
+    const second = syntheticEvents(atMs, 5);
+    if (secondsAgo % 10 === 0) {
+      const attacker = `203.0.113.${randomInt(1, 250)}`;
+      for (let i = 0; i < 12; i += 1) {
+        second.push({ event_time: new Date(atMs + i).toISOString(), event_type: 'ssh_auth', outcome: 'failure', user: 'root', src_ip: attacker, host: 'bastion' });
+      }
+    }
+    for (const event of second) rows.push({ ...event, _timestamp_load: event.event_time });
+  }
+  return rows;
+}
+
+export async function seedRecentHistory(client: ClickHouseClient, database: string, nowMs: number): Promise<number> {
+  const values = recentHistory(nowMs);
+  await client.insert({
+    table: qualifiedTable(database, 'events'),
+    values,
+    format: 'JSONEachRow',
+    clickhouse_settings: { date_time_input_format: 'best_effort' },
+  });
+  return values.length;
+}
+
 export interface EventFeeder {
   stop(): Promise<void>;
 }

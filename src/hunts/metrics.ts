@@ -15,6 +15,7 @@ export interface RunnerMetrics {
   readonly claims: Counter<'outcome'>;
   readonly overruns: Counter;
   readonly backlog: Gauge;
+  readonly lastHeartbeat: Gauge;
   readonly tickDuration: Histogram;
   readonly fireLateness: Histogram;
   readonly specErrors: Counter;
@@ -51,6 +52,13 @@ export function createRunnerMetrics(registry = new Registry()): RunnerMetrics {
       registers,
     }),
     backlog: new Gauge({ name: 'dfe_hunt_backlog', help: 'Due, unclaimed hunts at the last tick (the shim backlog query).', registers }),
+    // For the "no heartbeat" alert (docs/operations.md): ticks go on while ClickHouse refuses
+    // the heartbeat row, so only this tells a live runner that is invisible to its peers.
+    lastHeartbeat: new Gauge({
+      name: 'dfe_hunt_heartbeat_timestamp_seconds',
+      help: 'Unix time (pod clock) at which this runner last wrote its heartbeat row to ClickHouse; 0 before the first.',
+      registers,
+    }),
     tickDuration: new Histogram({
       name: 'dfe_hunt_tick_duration_seconds',
       help: 'Wall time of one tick: heartbeat, due query and starting runs (not the runs).',

@@ -142,9 +142,12 @@ export class Runner {
       await this.materialiseIfNeeded(coord);
       const snapshot = await coord.tick();
       // A lost heartbeat row costs nothing but a stale "seen"; it must not skip the tick.
-      await coord.heartbeat(this.deps.runnerId, this.deps.settings.pollSeconds).catch((err: unknown) => {
-        this.deps.log.warn({ err: describeError(err) }, 'heartbeat write failed; the tick goes on');
-      });
+      await coord.heartbeat(this.deps.runnerId, this.deps.settings.pollSeconds).then(
+        () => this.deps.metrics.lastHeartbeat.set(this.deps.clock.nowMs() / 1000),
+        (err: unknown) => {
+          this.deps.log.warn({ err: describeError(err) }, 'heartbeat write failed; the tick goes on');
+        },
+      );
       this.markClickHouse('up');
       this.deps.metrics.backlog.set(snapshot.backlog);
       this.countOverruns(coord, snapshot.serverNow);

@@ -106,6 +106,22 @@ describe('npm start (README "Two commands" and "Curl it")', () => {
     expect(code, demo.output()).toBe(0);
   });
 
+  it('the status line shows the backlog, the runs and the detections; the first detection within about a minute', async () => {
+    const demo = await startDemo('status');
+    // Bounded wait, not a timing assertion: the line comes every 10 s, and the seeded history
+    // lets the first runs (at the first tick) find the attack bursts already.
+    const line = /due hunts: \d+, runs: (\d+) succeeded, (\d+) failed, detections so far: (\d+)/g;
+    let found: RegExpMatchArray | undefined;
+    for (let attempt = 0; attempt < 90 && !found; attempt++) {
+      found = [...demo.output().matchAll(line)].find((m) => Number(m[3]) > 0);
+      if (!found) await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+    expect(found, `no status line with a detection within ~90 s:\n${demo.output()}`).toBeDefined();
+    expect(Number(found![1])).toBeGreaterThan(0);
+    demo.child.kill('SIGTERM');
+    await once(demo.child, 'exit');
+  }, 120_000);
+
   it('Ctrl-C (SIGINT to the whole foreground group) stops it cleanly, exit 0', async () => {
     const demo = await startDemo('int');
     process.kill(-demo.child.pid!, 'SIGINT');
