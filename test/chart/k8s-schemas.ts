@@ -3,7 +3,8 @@
  * not reachable here. Two sources, both real:
  *  - core objects: the Kubernetes OpenAPI v2 spec (api/openapi-spec/swagger.json of the
  *    k8s.io/kubernetes module on the Go proxy, fetched by .ci/install-chart-tools.sh);
- *  - KEDA objects: the openAPIV3Schema of the CRDs in shared/crds.
+ *  - custom resources (KEDA, prometheus-operator): the openAPIV3Schema of the CRDs vendored
+ *    in test/chart/crds.
  * Each kind becomes one self-contained draft-07 schema named the way kubeconform's
  * `{{ .ResourceKind }}{{ .KindSuffix }}.json` template expects (deployment-apps-v1.json).
  * "Strict" as kubeconform's own strict schemas are: every object that lists its properties

@@ -14,7 +14,8 @@ export const REPO = resolve(import.meta.dirname, '..', '..');
 export const CHART = join(REPO, 'charts', 'dfe-keda-shim');
 const TOOLS_BIN = join(REPO, '.tools', 'bin');
 const OPENAPI_SPEC = process.env.DFE_K8S_OPENAPI_SPEC ?? join(REPO, '.tools', 'openapi', 'swagger.json');
-const SHARED_CRDS = process.env.DFE_KEDA_CRDS_DIR ?? resolve(REPO, '..', 'shared', 'crds');
+/** KEDA's and the prometheus-operator's CRDs, vendored next to these tests (crds/README.md). */
+const CRDS = process.env.DFE_KEDA_CRDS_DIR ?? join(REPO, 'test', 'chart', 'crds');
 /** The Kubernetes version of the OpenAPI spec the install script fetches; helm renders for it. */
 export const KUBE_VERSION = '1.37.2';
 
@@ -30,7 +31,7 @@ export const tools = {
   kubeconform: findTool('kubeconform'),
   shellcheck: findTool('shellcheck'),
   openApiSpec: existsSync(OPENAPI_SPEC) ? OPENAPI_SPEC : undefined,
-  crdsDir: existsSync(SHARED_CRDS) ? SHARED_CRDS : undefined,
+  crdsDir: existsSync(CRDS) ? CRDS : undefined,
 };
 
 /** Why a group of tests cannot run here, or undefined when it can; printed once. */
@@ -54,7 +55,11 @@ export function run(command: string, args: readonly string[], input?: string): R
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
-export type Manifest = { apiVersion: string; kind: string; metadata: { name: string; annotations?: Record<string, string> } } & Record<
+export type Manifest = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+} & Record<
   string,
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   any
@@ -79,7 +84,7 @@ export function helmTemplate(values: object, chart = CHART, extraArgs: readonly 
   return { yaml: result.stdout, manifests };
 }
 
-/** Writes the core and KEDA schemas once into a temp dir; returns kubeconform's location template. */
+/** Writes the core, KEDA and prometheus-operator schemas once into a temp dir; returns kubeconform's location template. */
 export function prepareSchemas(): string {
   const dir = mkdtempSync(join(tmpdir(), 'dfe-k8s-schemas-'));
   writeSchemas(dir, coreSchemas(JSON.parse(readFileSync(tools.openApiSpec!, 'utf8'))));

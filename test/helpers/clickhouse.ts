@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -10,8 +10,11 @@ import { openClickHouse, type ClickHouseHandle } from '../../src/clickhouse/clie
  * else the embedded engine in a fresh directory for this process. Each call
  * makes a uniquely named database, so files and tests stay independent.
  *
- * There is no Docker engine on the machines this project is built on, so the
- * testcontainers path is not wired; `dockerAvailable()` says so when asked.
+ * Where a Docker engine answers, test/global-setup.ts calls
+ * `startClickHouseContainer()` once per run: a modern ClickHouse server in a
+ * container (@testcontainers/clickhouse), exported as DFE_CLICKHOUSE_URL so every
+ * server-mode path below uses it. Where none answers it prints one line and the
+ * run stays on the embedded engine (or the DFE_CLICKHOUSE_URL given).
  */
 let embeddedDir: string | undefined;
 
@@ -58,4 +61,48 @@ export async function openTestDatabase(prefix = 't'): Promise<TestDatabase> {
 export async function queryRows<T>(db: TestDatabase, query: string, params: Record<string, unknown> = {}): Promise<T[]> {
   const rs = await db.handle.client.query({ query, query_params: params, format: 'JSONEachRow' });
   return rs.json<T>();
+}
+
+/** The server image the container path runs (a current LTS line). */
+export const CLICKHOUSE_IMAGE = 'clickhouse/clickhouse-server:25.8';
+
+export type TestBackend =
+  | { readonly kind: 'container'; readonly url: string; stop(): Promise<void> }
+  | { readonly kind: 'as-configured'; readonly reason: string };
+
+/**
+ * Starts a ClickHouse container when a Docker engine answers and no server was given; sets
+ * DFE_CLICKHOUSE_URL (credentials in it) for the test processes forked after it. The
+ * testcontainers library is imported only when a Docker socket or DOCKER_HOST exists.
+ * Never throws: whatever fails, the run goes on as configured, and one line says why.
+ */
+export async function startClickHouseContainer(env: NodeJS.ProcessEnv = process.env): Promise<TestBackend> {
+  const asConfigured = (why: string): TestBackend => {
+    const target = env.DFE_CLICKHOUSE_URL ? 'the server in DFE_CLICKHOUSE_URL' : 'the embedded engine (chdb)';
+    const reason = `${why}: ClickHouse tests use ${target}`;
+    console.info(`[clickhouse] ${reason}`);
+    return { kind: 'as-configured', reason };
+  };
+  if (env.DFE_CLICKHOUSE_URL) return asConfigured('DFE_CLICKHOUSE_URL is set');
+  if (env.DFE_TEST_TESTCONTAINERS === '0') return asConfigured('DFE_TEST_TESTCONTAINERS=0');
+  if (!env.DOCKER_HOST && !existsSync('/var/run/docker.sock')) return asConfigured('no Docker engine (no DOCKER_HOST, no /var/run/docker.sock)');
+  try {
+    const { ClickHouseContainer } = await import('@testcontainers/clickhouse');
+    const container = await new ClickHouseContainer(CLICKHOUSE_IMAGE).start();
+    const url = new URL(container.getHttpUrl());
+    url.username = container.getUsername();
+    url.password = container.getPassword();
+    env.DFE_CLICKHOUSE_URL = url.href.replace(/\/$/, '');
+    console.info(`[clickhouse] ClickHouse tests use a ${CLICKHOUSE_IMAGE} container at ${container.getHttpUrl()}`);
+    return {
+      kind: 'container',
+      url: env.DFE_CLICKHOUSE_URL,
+      async stop() {
+        delete env.DFE_CLICKHOUSE_URL;
+        await container.stop();
+      },
+    };
+  } catch (err) {
+    return asConfigured(`no Docker engine answers (${(err as Error).message.split('\n')[0]})`);
+  }
 }
