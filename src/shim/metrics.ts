@@ -19,6 +19,8 @@ export type FailSafeReason = (typeof FAILSAFE_REASONS)[number];
 
 export type ReloadResult = 'applied' | 'rejected';
 
+const GAUGES_NAMED_LIKE_COUNTERS = ['nodejs_active_resources_total', 'nodejs_active_handles_total', 'nodejs_active_requests_total'] as const;
+
 export class ShimMetrics {
   readonly requests: Counter<'query' | 'source'>;
   readonly queryDuration: Histogram<'query' | 'outcome'>;
@@ -32,6 +34,9 @@ export class ShimMetrics {
     const registers = [registry];
     // Process metrics keep their standard names (process_*, nodejs_*) so stock dashboards work.
     collectDefaultMetrics({ register: registry });
+    // Except three gauges named like counters, which Prometheus' lint rejects (`promtool check
+    // metrics`): each is the sum of its per-type twin (sum(nodejs_active_handles) and so on).
+    for (const name of GAUGES_NAMED_LIKE_COUNTERS) registry.removeSingleMetric(name);
     this.requests = new Counter({
       name: `${PREFIX}requests_total`,
       help: 'Query answers by query and source (fresh, last_good, cold_hold, hold, stale, bad_request).',
