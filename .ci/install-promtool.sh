@@ -9,6 +9,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 0
 
 PROMTOOL_VERSION=v0.316.0
+# Prometheus' release build stamps its version with -X (promu); go install does not, which
+# leaves `promtool --version` blank. Stamp the same field.
+PROMETHEUS_VERSION=3.16.0
+ldflags="-X github.com/prometheus/common/version.Version=$PROMETHEUS_VERSION"
 
 bin_dir="$PWD/.tools/bin"
 stamp="$bin_dir/.promtool.version"
@@ -16,7 +20,7 @@ mkdir -p "$bin_dir"
 
 say() { printf '[promtool] %s\n' "$*"; }
 
-if [ -x "$bin_dir/promtool" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$PROMTOOL_VERSION" ]; then
+if [ -x "$bin_dir/promtool" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$PROMTOOL_VERSION $ldflags" ]; then
   say "promtool $PROMTOOL_VERSION already built in $bin_dir"
   exit 0
 fi
@@ -25,8 +29,8 @@ if ! command -v go >/dev/null 2>&1; then
   exit 0
 fi
 say "building promtool $PROMTOOL_VERSION with go install (takes several minutes on a cold cache)"
-if GOBIN="$bin_dir" CGO_ENABLED=0 go install "github.com/prometheus/prometheus/cmd/promtool@$PROMTOOL_VERSION"; then
-  printf '%s\n' "$PROMTOOL_VERSION" >"$stamp"
+if GOBIN="$bin_dir" CGO_ENABLED=0 go install -ldflags "$ldflags" "github.com/prometheus/prometheus/cmd/promtool@$PROMTOOL_VERSION"; then
+  printf '%s\n' "$PROMTOOL_VERSION $ldflags" >"$stamp"
   say "promtool built: $bin_dir/promtool ($("$bin_dir/promtool" --version 2>/dev/null | head -n 1))"
 else
   say "go install promtool@$PROMTOOL_VERSION failed: the monitoring tests that need it will skip"
