@@ -1,5 +1,5 @@
 import { qualifiedTable } from '../src/clickhouse/identifiers.js';
-import { RUN_STATUS, TABLES } from '../src/hunts/tables.js';
+import { RUN_STATUS, TABLES } from '../src/coordination/tables.js';
 
 /**
  * The comparison baseline for the due-query bench ONLY: the same decision as

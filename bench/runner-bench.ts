@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { ClickHouseHandle } from '../src/clickhouse/client.js';
 import { loadConfig } from '../src/config/load.js';
-import { applySchema } from '../src/hunts/schema.js';
-import { latestFire, phaseOffset } from '../src/hunts/schedule.js';
-import { startRunner } from '../src/hunts/start.js';
+import { applySchema } from '../src/coordination/topology.js';
+import { latestFire, phaseOffset } from '../src/schedule/arithmetic.js';
+import { startRunner } from '../src/runner/start.js';
 import { qualifiedTable } from '../src/clickhouse/identifiers.js';
-import { TABLES } from '../src/hunts/tables.js';
+import { TABLES } from '../src/coordination/tables.js';
 import { goal, int, ms, percentile, type BenchLine } from './report.js';
 
 /**

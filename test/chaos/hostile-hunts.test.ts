@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { yamlScalar, yamlValue } from '../helpers/arbitraries.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
-import { loadHuntsDir } from '../../src/hunts/loader.js';
+import { loadHuntsDir } from '../../src/schedule/hunt-files.js';
 
 /**
  * Hostile hunt definitions through the production loader (SPEC §7.4): next to

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { latestFire, nextFire, phaseOffset, spreadWindow, dueDecision } from '../../src/hunts/schedule.js';
+import { latestFire, nextFire, phaseOffset, spreadWindow, dueDecision } from '../../src/schedule/arithmetic.js';
 import { isDfeError } from '../../src/errors.js';
 
 describe('phase offset (SPEC §7.1 vectors)', () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { DEMO_PRESSURE_SERVICES, feederPoints, startPressureFeeder } from '../../src/pressure/feeder.js';
+import { DEMO_PRESSURE_SERVICES, feederPoints, startPressureFeeder } from '../../src/demo/pressure-feeder.js';
 import { openGaugeFixture, type GaugeFixture } from './gauge-fixture.js';
 
 describe('feederPoints (pure)', () => {

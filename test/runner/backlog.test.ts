@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { Coordinator } from '../../src/hunts/coordination.js';
-import { dueCountSql, dueRowsSql, dueTickSql, type DueRow, type DueTickRow } from '../../src/hunts/due-sql.js';
-import { materialise, readSchedule } from '../../src/hunts/materialise.js';
-import { applySchema, coordinationSettings } from '../../src/hunts/schema.js';
-import { latestFire } from '../../src/hunts/schedule.js';
-import { compileHuntFile, type HuntSpec } from '../../src/hunts/spec.js';
+import { Coordinator } from '../../src/coordination/coordinator.js';
+import { dueCountSql, dueRowsSql, dueTickSql, type DueRow, type DueTickRow } from '../../src/coordination/due-sql.js';
+import { materialise, readSchedule } from '../../src/coordination/materialise.js';
+import { applySchema, coordinationSettings } from '../../src/coordination/topology.js';
+import { latestFire } from '../../src/schedule/arithmetic.js';
+import { compileHuntFile, type HuntSpec } from '../../src/schedule/hunt-spec.js';
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
 
 /**

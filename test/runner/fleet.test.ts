@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openClickHouse, type ClickHouseHandle } from '../../src/clickhouse/client.js';
-import { applySchema } from '../../src/hunts/schema.js';
-import { latestFire, phaseOffset } from '../../src/hunts/schedule.js';
-import type { RunnerEvents, TickRecord } from '../../src/hunts/run-fire.js';
-import { startRunner, type RunnerHandle } from '../../src/hunts/start.js';
-import type { RunWindow } from '../../src/hunts/window.js';
+import { applySchema } from '../../src/coordination/topology.js';
+import { latestFire, phaseOffset } from '../../src/schedule/arithmetic.js';
+import type { RunnerEvents, TickRecord } from '../../src/runner/fire.js';
+import { startRunner, type RunnerHandle } from '../../src/runner/start.js';
+import type { RunWindow } from '../../src/schedule/window.js';
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
 import { createOutputTable, outputHunt, outputRows, runnerConfig, tempHuntsDir } from './fixtures.js';
 

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openClickHouse } from '../../src/clickhouse/client.js';
-import { applySchema } from '../../src/hunts/schema.js';
-import { startRunner } from '../../src/hunts/start.js';
+import { applySchema } from '../../src/coordination/topology.js';
+import { startRunner } from '../../src/runner/start.js';
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
 import { createOutputTable, outputHunt, outputRows, runnerConfig, tempHuntsDir } from './fixtures.js';
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { readBackVerdict } from '../../src/hunts/claim.js';
-import { materialiseSummary, planMaterialise } from '../../src/hunts/materialise.js';
-import { overrunFire, planTick } from '../../src/hunts/plan.js';
-import { compileHuntFile, type HuntSpec } from '../../src/hunts/spec.js';
+import { readBackVerdict } from '../../src/coordination/claim.js';
+import { materialiseSummary, planMaterialise } from '../../src/coordination/materialise.js';
+import { overrunFire, planTick } from '../../src/schedule/plan.js';
+import { compileHuntFile, type HuntSpec } from '../../src/schedule/hunt-spec.js';
 
 /** Pure decisions of the runner: tick planning, the read-back verdict, the materialise diff. */
 

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { cronMinGapSeconds, parseInterval } from '../../src/hunts/interval.js';
-import { loadHuntsDir, logHuntSet } from '../../src/hunts/loader.js';
-import { compileHuntFile } from '../../src/hunts/spec.js';
-import { compileStatement, runWindow, windowParams } from '../../src/hunts/window.js';
+import { cronMinGapSeconds, parseInterval } from '../../src/schedule/interval.js';
+import { loadHuntsDir, logHuntSet } from '../../src/schedule/hunt-files.js';
+import { compileHuntFile } from '../../src/schedule/hunt-spec.js';
+import { compileStatement, runWindow, windowParams } from '../../src/schedule/window.js';
 import { capturingLogger, tempHuntsDir } from './fixtures.js';
 
 /** SPEC §7.4: hunt definitions, parsed and validated without a server. */

@@ -5,11 +5,11 @@ import { openClickHouse, type ClickHouseHandle } from '../clickhouse/client.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { AppConfig } from '../config/load.js';
 import { silentLogger, type Logger } from '../log.js';
-import { serveMetrics, type MetricsServer } from './http.js';
+import { serveMetrics, type MetricsServer } from './probe-server.js';
 import { createRunnerMetrics, type RunnerMetrics } from './metrics.js';
-import type { RunnerEvents, TickRecord } from './run-fire.js';
-import { Runner } from './runner.js';
-import { embeddedSessionPool, sharedSessionPool } from './sessions.js';
+import type { RunnerEvents, TickRecord } from './fire.js';
+import { Runner } from './loop.js';
+import { embeddedSessionPool, sharedSessionPool } from './statement-sessions.js';
 
 /**
  * `startRunner`: the hunt runner as a library, for the CLI and the all-in-one

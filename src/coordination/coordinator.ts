@@ -3,10 +3,13 @@ import { qualifiedTable } from '../clickhouse/identifiers.js';
 import { setTimeout as delay } from 'node:timers/promises';
 import { dueTickSql, type DueTickRow } from './due-sql.js';
 import { withQuorumRetry } from './quorum-retry.js';
-import type { CoordinationSettings } from './schema.js';
-import { ServerTime } from './server-time.js';
+import type { CoordinationSettings } from './topology.js';
+import { ServerTime } from './server-clock.js';
+import type { TickSnapshot } from '../schedule/plan.js';
 import { systemClock } from '../clock.js';
 import { RUN_STATUS, TABLES } from './tables.js';
+
+export type { TickSnapshot };
 
 /**
  * The runner's reads and writes of the coordination tables (SPEC §7.2, §7.6),
@@ -25,13 +28,6 @@ export interface LeaseRow {
   readonly leaseUntil: number;
   /** DateTime64(3) text as the server renders it; equal text = a tie. */
   readonly claimed: string;
-}
-
-export interface TickSnapshot {
-  readonly serverNow: number;
-  /** The shim's backlog (dueCountSql) at the same clock reading. */
-  readonly backlog: number;
-  readonly due: ReadonlyArray<{ readonly huntId: string; readonly fire: number; readonly requested: boolean }>;
 }
 
 export type RunStatus = (typeof RUN_STATUS)[keyof typeof RUN_STATUS];

@@ -1,7 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { systemClock, type Clock } from '../clock.js';
-import { insertGaugePoints, type GaugePoint } from './otel-table.js';
-import { PRESSURE_MAX, PRESSURE_METRIC, PRESSURE_MIN } from './rule.js';
+import { insertGaugePoints, type GaugePoint } from '../pressure/otel-table.js';
+import { PRESSURE_MAX, PRESSURE_METRIC, PRESSURE_MIN } from '../pressure/rule.js';
 
 /**
  * A stand-in for apps pushing `scaling_pressure` over OTLP, for the embedded

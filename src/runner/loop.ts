@@ -4,16 +4,16 @@ import type { Clock } from '../clock.js';
 import type { ClickHouseConfig, RunnerConfig } from '../config/load.js';
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { Coordinator } from './coordination.js';
-import { ServerTime, type CoordinationTime } from './server-time.js';
-import { huntsDirSignature, loadHuntsDir, logHuntSet } from './loader.js';
-import { materialise, materialiseSummary } from './materialise.js';
+import { Coordinator } from '../coordination/coordinator.js';
+import { ServerTime, type CoordinationTime } from '../coordination/server-clock.js';
+import { huntsDirSignature, loadHuntsDir, logHuntSet } from '../schedule/hunt-files.js';
+import { materialise, materialiseSummary } from '../coordination/materialise.js';
 import type { RunnerMetrics } from './metrics.js';
-import { overrunFire, planTick, type PlannedRun } from './plan.js';
-import { claimAndRun, type RunnerEvents, type TickRecord } from './run-fire.js';
-import { coordinationSettings, resolveTopology } from './schema.js';
-import type { SessionPool } from './sessions.js';
-import type { HuntSpec } from './spec.js';
+import { overrunFire, planTick, type PlannedRun } from '../schedule/plan.js';
+import { claimAndRun, type RunnerEvents, type TickRecord } from './fire.js';
+import { coordinationSettings, resolveTopology } from '../coordination/topology.js';
+import type { SessionPool } from './statement-sessions.js';
+import type { HuntSpec } from '../schedule/hunt-spec.js';
 
 /** Every ClickHouse call of a runner listens on one signal; many run at once. */
 function abortController(): AbortController {

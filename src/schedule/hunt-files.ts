@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DfeError, describeError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { compileHuntFile, type HuntFileResult, type HuntSpec } from './spec.js';
+import { compileHuntFile, type HuntFileResult, type HuntSpec } from './hunt-spec.js';
 
 /**
  * Reads every `*.yaml` in the hunts directory (SPEC §7.4). A bad file is skipped

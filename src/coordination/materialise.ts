@@ -1,7 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { qualifiedTable, quoteDatabase } from '../clickhouse/identifiers.js';
-import type { CoordinationSettings } from './schema.js';
-import type { HuntSpec } from './spec.js';
+import type { CoordinationSettings } from './topology.js';
+import type { HuntSpec } from '../schedule/hunt-spec.js';
 import { TABLES } from './tables.js';
 
 /**

@@ -1,14 +1,14 @@
 import type { Clock } from '../clock.js';
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { claimFires, type ClaimOutcome, type ClaimTiming } from './claim.js';
-import type { Coordinator } from './coordination.js';
-import { executeFire, runSettingKeys } from './execute.js';
+import { claimFires, type ClaimOutcome, type ClaimTiming } from '../coordination/claim.js';
+import type { Coordinator } from '../coordination/coordinator.js';
+import { executeFire, runSettingKeys } from './statements.js';
 import type { ClaimMetricOutcome, RunnerMetrics, RunOutcome } from './metrics.js';
-import type { PlannedRun } from './plan.js';
-import type { SessionPool, StatementSession } from './sessions.js';
-import { RUN_STATUS } from './tables.js';
-import { runWindow, type RunWindow } from './window.js';
+import type { PlannedRun } from '../schedule/plan.js';
+import type { SessionPool, StatementSession } from './statement-sessions.js';
+import { RUN_STATUS } from '../coordination/tables.js';
+import { runWindow, type RunWindow } from '../schedule/window.js';
 
 /**
  * Planned fires, from claim to release (SPEC §7.6 steps 3–6). A failure is

@@ -1,6 +1,6 @@
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
-import type { HuntSpec } from './spec.js';
-import { windowParams, type RunWindow } from './window.js';
+import type { HuntSpec } from '../schedule/hunt-spec.js';
+import { windowParams, type RunWindow } from '../schedule/window.js';
 
 /**
  * Runs one fire's statements in order (SPEC §7.6 step 5). Every statement

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { quoteColumn } from '../clickhouse/identifiers.js';
 import { describeError } from '../errors.js';
 import { parseInterval } from './interval.js';
-import { assertHuntId, phaseOffset } from './schedule.js';
+import { assertHuntId, phaseOffset } from './arithmetic.js';
 import { compileStatement, type CompiledStatement } from './window.js';
 
 /**

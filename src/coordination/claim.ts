@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js';
-import type { Coordinator, LeaseRow } from './coordination.js';
+import type { Coordinator, LeaseRow } from './coordinator.js';
 
 /**
  * The claim protocol (SPEC §7.6 step 3; docs/claim-protocol.md says why it is

@@ -1,6 +1,13 @@
-import type { TickSnapshot } from './coordination.js';
-import { latestFire } from './schedule.js';
-import type { HuntSpec } from './spec.js';
+import { latestFire } from './arithmetic.js';
+import type { HuntSpec } from './hunt-spec.js';
+
+/** What one coordination read says is due (Coordinator.tick in coordination/coordinator.ts reads it). */
+export interface TickSnapshot {
+  readonly serverNow: number;
+  /** The shim's backlog (dueCountSql) at the same clock reading. */
+  readonly backlog: number;
+  readonly due: ReadonlyArray<{ readonly huntId: string; readonly fire: number; readonly requested: boolean }>;
+}
 
 /**
  * Pure tick planning (SPEC §7.6 step 2): which due hunts this runner starts now.
