@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { readSchedule } from '../../src/coordination/materialise.js';
 import { applySchema, coordinationSettings } from '../../src/coordination/topology.js';
 import { startRunner } from '../../src/runner/start.js';
-import { freePort } from '../helpers/faults.js';
+import { freePort } from '../helpers/ports.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { capturingLogger, runnerConfig, tempHuntsDir } from './fixtures.js';
 

@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import { freePort } from '../helpers/ports.js';
 
 /**
  * The CLI through its process: the compiled entry in dist/, built once for the
@@ -47,14 +47,6 @@ const file = (name: string, text: string) => {
   writeFileSync(path, text);
   return path;
 };
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', () => done()));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((done) => server.close(() => done()));
-  return port;
-}
 
 describe('startup errors: one line naming the key or file', () => {
   it('a bad port flag exits 2 naming --port; the env twin names the variable', async () => {

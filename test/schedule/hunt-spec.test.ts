@@ -3,7 +3,7 @@ import { cronMinGapSeconds, parseInterval } from '../../src/schedule/interval.js
 import { loadHuntsDir, logHuntSet } from '../../src/schedule/hunt-files.js';
 import { compileHuntFile } from '../../src/schedule/hunt-spec.js';
 import { compileStatement, runWindow, windowParams } from '../../src/schedule/window.js';
-import { capturingLogger, tempHuntsDir } from './fixtures.js';
+import { capturingLogger, tempHuntsDir } from '../runner/fixtures.js';
 
 /** SPEC §7.4: hunt definitions, parsed and validated without a server. */
 

@@ -1,10 +1,10 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { freePort } from '../helpers/faults.js';
+import { freePort } from '../helpers/ports.js';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tempHuntsDir } from './fixtures.js';
+import { tempHuntsDir } from '../runner/fixtures.js';
 
 /**
  * `dfe-hunt-runner` through its process: the compiled CLI (`tsc -p
