@@ -12,7 +12,7 @@ import { TABLES } from '../src/coordination/tables.js';
 import { goal, int, ms, percentile, type BenchLine } from './report.js';
 
 /**
- * One runner, 10 000 hourly hunts, the embedded engine (SPEC §7.6), through
+ * One runner, 10 000 hourly hunts, the embedded engine (docs/runner.md), through
  * the runner's exported startRunner with the loop driven here so each tick
  * can be timed: ClickHouse round trips of a tick (coordination only: hunt
  * statements run on their own sessions), tick time, and how late fires start.

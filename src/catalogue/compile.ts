@@ -25,7 +25,7 @@ export function resolveDatabase(database: string, dbs: CatalogueDatabases): stri
 }
 
 function sourceSql(source: QuerySource, databaseName: string, builtins: CatalogueBuiltins): string {
-  // hunt_backlog is THE due-hunt SQL (SPEC §7.3), shared with the runner's gate; the registry supplies it.
+  // hunt_backlog is THE due-hunt SQL (docs/tables.md#the-due-rule), shared with the runner's gate; the registry supplies it.
   if (source.kind === 'builtin') return builtins.queries[source.builtin](databaseName).trim();
   return replaceSentinels(source.sql, databaseName, builtins.sentinels);
 }

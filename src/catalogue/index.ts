@@ -1,4 +1,4 @@
-/** The query catalogue (SPEC §3): YAML in, compiled queries out. See docs/catalogue.md. */
+/** The query catalogue (docs/catalogue.md): YAML in, compiled queries out. */
 export type * from './types.js';
 export { QUERY_DEFAULTS } from './types.js';
 export type { CatalogueBuiltins } from './builtins.js';

@@ -2,7 +2,7 @@ import { quoteDatabase } from '../clickhouse/identifiers.js';
 import type { CatalogueBuiltins } from './builtins.js';
 
 /**
- * SQL sentinels (SPEC §3): text the catalogue writes and code replaces before
+ * SQL sentinels (docs/catalogue.md#built-ins-and-sentinels): text the catalogue writes and code replaces before
  * use. `__DB__` is the query's database; the others are fragments the caller's
  * registry supplies (the pressure rule, owned by pressure/rule.ts), so every
  * catalogue matches the same rows.

@@ -10,7 +10,7 @@ export { startShim, type RunningShim, type StartShimOptions } from '../shim/star
 
 const USAGE = `Usage: dfe-keda-shim [run] [options]
 
-Serves the query catalogue to KEDA's metrics-api trigger, fail-safe (SPEC §4, §5).
+Serves the query catalogue to KEDA's metrics-api trigger, fail-safe (docs/failsafe.md, docs/api.md).
 Every option has an environment twin; the option wins.
 
   --port <n>             listen port            (DFE_KEDA_SHIM_PORT, default 8080)

@@ -2,14 +2,14 @@ import type { Clock } from '../clock.js';
 import type { Coordinator, LeaseRow } from './coordinator.js';
 
 /**
- * The claim protocol (SPEC §7.6 step 3; docs/claim-protocol.md says why it is
- * exactly-once and when):
+ * The claim protocol (docs/claim-protocol.md#the-claim says why at most one
+ * claim stands, and when a run is exactly-once):
  *
  *   free read → conditional insert → wait → read back the newest lease row.
  *
  * The claim stands only if the insert was acknowledged within `settle` of the
  * free read AND the read-back shows this owner and fire. The read-back waits
- * until `settle` after the free read (the SPEC's bound) and, on top of that,
+ * until `settle` after the free read (the protocol's stated bound) and, on top of that,
  * until `settle` after our own acknowledgement: any competing claim that can
  * still stand started its free read before our row was visible, so it is
  * acknowledged by then and the read-back sees it.
@@ -89,7 +89,7 @@ export async function claimFires(
     for (const r of contenders) outcomes.set(r.huntId, { kind: 'late' });
     return outcomes;
   }
-  // ackMs + settle is also ≥ settle after the free read, the SPEC's bound.
+  // ackMs + settle is also ≥ settle after the free read, the protocol's stated bound.
   const waitMs = ackMs + settleMs - clock.nowMs();
   if (waitMs > 0) await timing.sleep(waitMs);
   const back = await coord.readBacks(contenders.map((r) => r.huntId));

@@ -12,7 +12,7 @@ import { RUN_STATUS, TABLES } from './tables.js';
 export type { TickSnapshot };
 
 /**
- * The runner's reads and writes of the coordination tables (SPEC §7.2, §7.6),
+ * The runner's reads and writes of the coordination tables (docs/tables.md, docs/runner.md#a-tick),
  * kept thin: one method, one statement. Reads carry the topology's read
  * settings and writes its write settings (quorum on replicated tables), so a
  * claim's read-back sees every competing claim.
@@ -115,7 +115,7 @@ export class Coordinator {
     );
   }
 
-  /** SPEC §7.6 step 1: the one due query of a tick; also refreshes the server clock estimate. */
+  /** docs/runner.md#a-tick step 1: the one due query of a tick; also refreshes the server clock estimate. */
   async tick(): Promise<TickSnapshot> {
     const sql = dueTickSql(this.database, { now: this.time.time.kind === 'server' ? 'server' : 'param' });
     const [row] = await this.read<DueTickRow>(sql, {});
@@ -148,7 +148,7 @@ export class Coordinator {
   }
 
   /**
-   * SPEC §7.6 step 3, the conditional insert, for several hunts at once: a lease
+   * docs/claim-protocol.md#the-claim, the conditional insert, for several hunts at once: a lease
    * row for (owner, fire) of each hunt whose newest lease row is not live. A live
    * row of this same owner blocks too: it can only be a late claim of ours (or a
    * crashed predecessor with our id), which may hide a winner a merge dropped.
@@ -174,7 +174,7 @@ export class Coordinator {
   /**
    * The read-back of several hunts: each one's two newest lease rows (to see a
    * tie) and, in the same query, its watermark for the already-run recheck
-   * (SPEC §7.6 step 4).
+   * (docs/runner.md#a-tick, step 4).
    */
   async readBacks(huntIds: readonly string[]): Promise<Map<string, { rows: LeaseRow[]; watermark: number | null }>> {
     const raw = await this.read<RawLease & { hunt_id: string; wm_n: Num; wm: Num }>(
@@ -204,7 +204,7 @@ export class Coordinator {
   /**
    * A fresh lease row for a run in progress (renewal), or lease_until 0
    * (release). Plain data: a renewal's lease_until comes from the server clock
-   * estimate (see server-time.ts), so it never waits in chdb's parameter queue
+   * estimate (see server-clock.ts), so it never waits in chdb's parameter queue
    * behind a long hunt statement.
    */
   async putLease(huntId: string, owner: string, fire: number, leaseSeconds: number | 'release'): Promise<void> {
@@ -225,7 +225,7 @@ export class Coordinator {
     await this.insertRows(TABLES.run, ['hunt_id', 'fire', 'status', 'rows_written'], [{ hunt_id: huntId, fire, status, rows_written: rowsWritten }]);
   }
 
-  /** Run-now (SPEC §7.6): a `requested` row at fire = the ClickHouse clock now; returns that fire. */
+  /** Run-now (docs/tables.md#run-now): a `requested` row at fire = the ClickHouse clock now; returns that fire. */
   async requestRun(huntId: string): Promise<number> {
     const [row] = await this.read<{ now_s: Num }>(`SELECT ${this.now} AS now_s`, {});
     const fire = Number(row?.now_s);

@@ -2,9 +2,9 @@ import { qualifiedTable } from '../clickhouse/identifiers.js';
 import { RUN_STATUS, TABLES } from './tables.js';
 
 /**
- * THE due-hunt SQL (SPEC §7.3). The runner's gate and the shim's `backlog`
+ * THE due-hunt SQL (docs/tables.md#the-due-rule). The runner's gate and the shim's `backlog`
  * query both call this one builder, so they cannot drift. It implements
- * `dueDecision` in schedule.ts; test/hunts/due-parity.test.ts holds them equal.
+ * `dueDecision` in schedule/arithmetic.ts; test/coordination/due-parity.test.ts holds them equal.
  *
  * - each table is collapsed per hunt with argMax(col, version), no FINAL;
  * - tombstones (`enabled = 0`, interval 0) are dropped in the innermost query,
@@ -106,7 +106,7 @@ export type DueTickRow = {
 };
 
 /**
- * The runner's one due query per tick (SPEC §7.6 step 1): the gate's due rows
+ * The runner's one due query per tick (docs/runner.md#a-tick, step 1): the gate's due rows
  * (dueRowsSql) and the shim's backlog (dueCountSql) side by side, evaluated at
  * ONE clock reading and in one pipeline, so a tick can record that the two
  * agree. `now()` is read once in the WITH: ClickHouse evaluates `now()` afresh

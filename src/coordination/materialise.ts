@@ -5,7 +5,7 @@ import type { HuntSpec } from '../schedule/hunt-spec.js';
 import { TABLES } from './tables.js';
 
 /**
- * `materialise` (SPEC §7.5), the only writer of hunt_schedule: one row per live
+ * `materialise` (docs/tables.md#materialise), the only writer of hunt_schedule: one row per live
  * hunt, a tombstone (`enabled = 0`, interval 0) for each enabled row whose hunt
  * left the config. Diff-aware, so a second run writes nothing. The plan is pure;
  * `materialise` reads the collapsed table, plans, and writes the plan's rows.

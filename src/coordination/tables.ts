@@ -1,8 +1,8 @@
 import { qualifiedTable, quoteDatabase } from '../clickhouse/identifiers.js';
 
 /**
- * The coordination tables (SPEC §7.2): same names, columns and engines as the
- * original, so both can share a cluster. Defined once; schema.ts applies them,
+ * The coordination tables (docs/tables.md#the-tables): same names, columns and engines as the
+ * original, so both can share a cluster. Defined once; topology.ts applies them,
  * due-sql.ts and the runner read and write them.
  */
 export const TABLES = Object.freeze({
@@ -14,7 +14,7 @@ export const TABLES = Object.freeze({
   heartbeat: 'hunt_runner_heartbeat',
 });
 
-/** hunt_run.status values. `requested` rows are run-now requests (SPEC §7.6). */
+/** hunt_run.status values. `requested` rows are run-now requests (docs/tables.md#run-now). */
 export const RUN_STATUS = Object.freeze({
   requested: 'requested',
   succeeded: 'succeeded',
@@ -66,7 +66,7 @@ export const TABLE_DEFS: readonly TableDef[] = Object.freeze([
   },
 ]);
 
-/** How the tables are created (SPEC §7.2 topology). */
+/** How the tables are created (docs/tables.md#topology). */
 export type ResolvedTopology =
   | { readonly kind: 'single' }
   | { readonly kind: 'replicated-database' }

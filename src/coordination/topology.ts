@@ -4,7 +4,7 @@ import type { Topology } from '../config/load.js';
 import { schemaDdl, type ResolvedTopology } from './tables.js';
 
 /**
- * Topology `auto` (SPEC §7.2): a Replicated database → replicated tables in it;
+ * Topology `auto` (docs/tables.md#topology): a Replicated database → replicated tables in it;
  * `shard` + `replica` macros → replicated tables ON CLUSTER; else single node.
  */
 export async function resolveTopology(
@@ -32,7 +32,7 @@ export async function resolveTopology(
 
 /**
  * Quorum settings for coordination reads and writes on replicated tables, so a
- * claim's read-back sees every competing claim (SPEC §7.2).
+ * claim's read-back sees every competing claim (docs/tables.md#topology).
  */
 export interface CoordinationSettings {
   readonly read: ClickHouseSettings;

@@ -11,7 +11,7 @@ import { RUN_STATUS } from '../coordination/tables.js';
 import { runWindow, type RunWindow } from '../schedule/window.js';
 
 /**
- * Planned fires, from claim to release (SPEC §7.6 steps 3–6). A failure is
+ * Planned fires, from claim to release (docs/runner.md#a-tick, steps 3–6). A failure is
  * logged, counted and released; the fire stays owed. An aborted runner (a
  * simulated crash) writes nothing more: its lease expires on its own.
  */

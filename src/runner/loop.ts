@@ -47,7 +47,7 @@ interface InFlight {
 }
 
 /**
- * One runner's state and its tick (SPEC §7.6). The loop, HTTP and process
+ * One runner's state and its tick (docs/runner.md#a-tick). The loop, HTTP and process
  * wiring live in start.ts; this file decides what a tick does. ClickHouse being
  * down skips the tick (logged once down, once up); nothing here throws out of
  * `tick()`, so the process stays alive.
@@ -113,7 +113,7 @@ export class Runner {
     this.deps.log.info({ added: plan.added, changed: plan.changed, tombstoned: plan.tombstoned }, materialiseSummary(plan, coord.database));
   }
 
-  /** On start: materialise at once (SPEC §7.5); if ClickHouse is down, the first tick that reaches it does. */
+  /** On start: materialise at once (docs/tables.md#materialise); if ClickHouse is down, the first tick that reaches it does. */
   async prepare(): Promise<void> {
     try {
       await this.materialiseIfNeeded(await this.coordinator());
@@ -197,7 +197,7 @@ export class Runner {
     this.halted = true;
   }
 
-  /** SPEC §7.6 step 6: an overrun is a fire that comes due while we still hold the lease of an earlier one. */
+  /** docs/runner.md#a-tick: an overrun is a fire that comes due while we still hold the lease of an earlier one. */
   private countOverruns(coord: Coordinator, serverNow: number): void {
     for (const [huntId, run] of this.inFlight) {
       if (!run.running) continue;

@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /**
- * The runner's metrics (SPEC §7.6). Label names are static; the only label
+ * The runner's metrics (docs/runner.md#probes-and-metrics). Label names are static; the only label
  * values that come from configuration are hunt ids (file stems), which the
  * operator controls and which are bounded by the hunts directory.
  */

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 
 /**
- * The runner's tiny HTTP surface on `--metrics-port` (SPEC §7.6):
+ * The runner's tiny HTTP surface on `--metrics-port` (docs/runner.md#probes-and-metrics):
  *  - `/livez`  200 while the process runs its loop;
  *  - `/readyz` 200 once the last tick reached ClickHouse, 503 while it does not
  *    (the runner stays alive and keeps retrying; readiness only tells the

@@ -3,7 +3,7 @@ import type { HuntSpec } from '../schedule/hunt-spec.js';
 import { windowParams, type RunWindow } from '../schedule/window.js';
 
 /**
- * Runs one fire's statements in order (SPEC §7.6 step 5). Every statement
+ * Runs one fire's statements in order (docs/runner.md#a-tick, step 5). Every statement
  * carries the hunt's settings, a JSON `log_comment` that query_log attributes
  * back to the hunt, and `insert_deduplication_token = <hunt_id>:<fire>:<n>`, so
  * a repeated run of the same fire inserts nothing twice where the target table
@@ -19,7 +19,7 @@ export function statementSettings(spec: HuntSpec, fire: number, index: number): 
 
 /**
  * The hunt's own settings keys, to reset on an embedded session after a run
- * (see sessions.ts). log_comment and the dedup token need no reset: every
+ * (see statement-sessions.ts). log_comment and the dedup token need no reset: every
  * statement sets its own and every coordination write sets them empty.
  */
 export function runSettingKeys(spec: HuntSpec): string[] {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { DfeError, showValue } from '../errors.js';
 
 /**
- * Schedule arithmetic (SPEC §7.1). Must match the original bit for bit so a
+ * Schedule arithmetic (docs/schedule.md). Must match the original bit for bit so a
  * migrated fleet keeps its fire times. All times are integer epoch seconds.
  */
 export const DEFAULT_SPREAD_FRACTION = 0.8;
@@ -73,7 +73,7 @@ function owed(fire: number, watermark: number | null): boolean {
 }
 
 /**
- * The due predicate (SPEC §7.1, §7.3): the scheduled fire is owed and the lease is
+ * The due predicate (docs/schedule.md#due, docs/tables.md#the-due-rule): the scheduled fire is owed and the lease is
  * free; else the newest pending run-now request (fire ≤ now, above the watermark)
  * is owed and the lease is free. The SQL in due-sql.ts implements exactly this.
  */

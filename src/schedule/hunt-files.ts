@@ -5,7 +5,7 @@ import type { Logger } from '../log.js';
 import { compileHuntFile, type HuntFileResult, type HuntSpec } from './hunt-spec.js';
 
 /**
- * Reads every `*.yaml` in the hunts directory (SPEC §7.4). A bad file is skipped
+ * Reads every `*.yaml` in the hunts directory (docs/hunts.md). A bad file is skipped
  * with a warning naming the file, key and reason, and reported to the caller so
  * it can count it; the other hunts still load. Only a missing or unreadable
  * directory is an error, so a reload can keep the hunts it had.

@@ -8,7 +8,7 @@ import { assertHuntId, phaseOffset } from './arithmetic.js';
 import { compileStatement, type CompiledStatement } from './window.js';
 
 /**
- * One hunt definition file (SPEC §7.4), parsed and validated in full before it
+ * One hunt definition file (docs/hunts.md), parsed and validated in full before it
  * is used. Pure: text in, a named outcome out.
  */
 export interface HuntSpec {

@@ -1,7 +1,7 @@
 import { CronExpressionParser } from 'cron-parser';
 
 /**
- * A hunt's `schedule.interval` (SPEC §7.4): whole seconds, a duration such as
+ * A hunt's `schedule.interval` (docs/hunts.md): whole seconds, a duration such as
  * `90s`, `5m`, `1h30m`, `1d`, or a cron expression. Pure; every function either
  * returns whole seconds ≥ 1 or a reason string for the caller's error.
  */

@@ -10,7 +10,7 @@ export interface TickSnapshot {
 }
 
 /**
- * Pure tick planning (SPEC §7.6 step 2): which due hunts this runner starts now.
+ * Pure tick planning (docs/runner.md#a-tick, step 2): which due hunts this runner starts now.
  * Oldest fire first (the most overdue), not alphabetical; hunts this runner is
  * already running or does not know are left alone; at most `cap` in flight.
  * Equal fires are common (every 2 s hunt fires on the even second), so ties are

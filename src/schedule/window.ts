@@ -1,7 +1,7 @@
 import { quoteColumn } from '../clickhouse/identifiers.js';
 
 /**
- * A hunt statement's placeholders (SPEC §7.4). `{window}` is text, replaced by a
+ * A hunt statement's placeholders (docs/hunts.md). `{window}` is text, replaced by a
  * range over the hunt's validated, quoted `window_column`; the range's bounds and
  * any `{window_start:Int64}` / `{window_end:Int64}` the author wrote are bound
  * query parameters, so no value is ever spliced into SQL.
@@ -53,7 +53,7 @@ export function windowParams(statement: CompiledStatement, window: RunWindow): R
   return params;
 }
 
-/** Window of a run (SPEC §7.4): from the last watermark, or fire − interval on a first run, to the fire. */
+/** Window of a run (docs/hunts.md): from the last watermark, or fire − interval on a first run, to the fire. */
 export function runWindow(fire: number, watermark: number | null, intervalSeconds: number): RunWindow {
   return { startSeconds: watermark ?? fire - intervalSeconds, endSeconds: fire };
 }

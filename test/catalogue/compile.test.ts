@@ -51,7 +51,7 @@ describe('compile (pure)', () => {
     expect(Object.isFrozen(one('queries:\n  q: {sql: SELECT 1}\n'))).toBe(true);
   });
 
-  it('the shipped built-ins compile to backlog and pressure as SPEC §3 lists them', () => {
+  it('the shipped built-ins compile to backlog and pressure as docs/catalogue.md lists them', () => {
     const q = compileText(readFileSync(defaultBuiltinPath(), 'utf8'));
     expect({ backlog: q.get('backlog'), pressure: q.get('pressure') }).toMatchObject({
       backlog: { clampMin: 0, clampMax: undefined, coldHold: 0, databaseName: 'dfe', params: [], metricType: 'AverageValue' },

@@ -13,7 +13,7 @@ import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
 
 /**
- * The merge rules of SPEC §3 end to end: a built-in file and an override file
+ * The merge rules of docs/catalogue.md#merge-rules end to end: a built-in file and an override file
  * on disk, loaded by the production store, served by the shim and answered by
  * SQL on the real engine. Each answer shows one rule took effect (the pure
  * rules are in merge.test.ts, the validation rules in validation.test.ts).

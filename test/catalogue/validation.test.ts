@@ -5,7 +5,7 @@ import { DfeError } from '../../src/errors.js';
 import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
 
 /**
- * SPEC §3 validation, one test per rule. Every error is CATALOGUE_INVALID and
+ * docs/catalogue.md#validation, one test per rule. Every error is CATALOGUE_INVALID and
  * its message names the file, the query and the key (and the bad value).
  */
 const BASE = 'queries.yaml';

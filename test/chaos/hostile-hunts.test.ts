@@ -8,7 +8,7 @@ import YAML from 'yaml';
 import { loadHuntsDir } from '../../src/schedule/hunt-files.js';
 
 /**
- * Hostile hunt definitions through the production loader (SPEC §7.4): next to
+ * Hostile hunt definitions through the production loader (docs/hunts.md): next to
  * one good hunt, a file of random text, random hunt-shaped YAML, or a random
  * edit of a valid hunt, under a random file name. Nothing may throw; the bad
  * file is reported invalid (naming the file, a key and a reason) or skipped,

@@ -5,7 +5,7 @@ import { dueDecision, latestFire, phaseOffset } from '../../src/schedule/arithme
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
 
 /**
- * SPEC §7.3 parity: the due SQL on a real engine counts exactly the hunts the
+ * docs/tables.md#the-due-rule parity: the due SQL on a real engine counts exactly the hunts the
  * TypeScript predicate calls due, across ids × intervals × now around the fire
  * (both branches of the `if`) × watermarks × leases.
  */

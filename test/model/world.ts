@@ -124,7 +124,7 @@ export async function openWorld(): Promise<World> {
       await insertGaugePoints(client, db.database, points);
     },
     async setBacklog(count) {
-      // Schedule rows without a watermark or lease are due (SPEC §7.1).
+      // Schedule rows without a watermark or lease are due (docs/schedule.md#due).
       const values = [];
       for (; hunts < count; hunts++) values.push({ hunt_id: `hunt-${hunts}`, interval_seconds: 60, phase_offset: 0 });
       if (values.length > 0) await client.insert({ table: qualifiedTable(db.database, 'hunt_schedule'), values, format: 'JSONEachRow' });

@@ -31,7 +31,7 @@ describe('built-in pressure query = the pressure rule', () => {
     expect(pressure.sql.trim()).toBe(renderPressureSql(quoteDatabase(fx.db.database)));
   });
 
-  it('declares what SPEC §3 says the built-in declares', () => {
+  it('declares what docs/pressure.md says the built-in declares', () => {
     expect(pressure).toMatchObject({
       database: 'otel',
       params: ['service'],

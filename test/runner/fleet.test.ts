@@ -174,7 +174,7 @@ describe('a fleet of runners', () => {
     // end, lies in exactly one run's window (start, end]. Most run as their own fire; a fire
     // that came due while a dead lease held its hunt (the crashed runner's, or a late
     // claim's) or while the fleet was saturated is folded into the next run's window —
-    // the catch-up of SPEC §7.6 — never skipped and never run twice.
+    // the catch-up of docs/schedule.md#latest-fire — never skipped and never run twice.
     let scheduled = 0;
     let ownRun = 0;
     const uncovered: string[] = [];

@@ -9,7 +9,7 @@ import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/click
 import { createOutputTable, outputHunt, outputRows, runnerConfig, tempHuntsDir } from './fixtures.js';
 
 /**
- * The lease of a won run, at its edges (SPEC §7.6 steps 5–6): renewal stops
+ * The lease of a won run, at its edges (docs/runner.md#a-tick, steps 5–6): renewal stops
  * when the run ends, whatever ended it, and a renewal already on its way can
  * never land over the release and hold the hunt for a whole lease.
  */

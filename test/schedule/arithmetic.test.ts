@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { latestFire, nextFire, phaseOffset, spreadWindow, dueDecision } from '../../src/schedule/arithmetic.js';
 import { isDfeError } from '../../src/errors.js';
 
-describe('phase offset (SPEC §7.1 vectors)', () => {
+describe('phase offset (docs/schedule.md#vectors)', () => {
   const intervals = [60, 300, 900, 3600, 86400];
   it.each([
     ['a', [43, 139, 619, 1339, 41659]],
@@ -46,7 +46,7 @@ describe('phase offset (SPEC §7.1 vectors)', () => {
 });
 
 describe('latest fire', () => {
-  it('SPEC example: brute-force-ssh at 300', () => {
+  it('worked example (docs/schedule.md#vectors): brute-force-ssh at 300', () => {
     const offset = phaseOffset('brute-force-ssh', 300);
     expect(latestFire(1900000115, 300, offset)).toBe(1899999816);
     expect(latestFire(1900000116, 300, offset)).toBe(1900000116);

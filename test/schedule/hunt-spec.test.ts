@@ -5,7 +5,7 @@ import { compileHuntFile } from '../../src/schedule/hunt-spec.js';
 import { compileStatement, runWindow, windowParams } from '../../src/schedule/window.js';
 import { capturingLogger, tempHuntsDir } from '../runner/fixtures.js';
 
-/** SPEC §7.4: hunt definitions, parsed and validated without a server. */
+/** docs/hunts.md: hunt definitions, parsed and validated without a server. */
 
 describe('intervals', () => {
   it.each([
