@@ -5,7 +5,7 @@
  * started here; the refusal path runs the real testcontainers client against a refused port.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { freePort } from '../helpers/faults.js';
+import { freePort } from '../helpers/ports.js';
 import { startClickHouseContainer } from '../helpers/clickhouse.js';
 
 afterEach(() => vi.restoreAllMocks());

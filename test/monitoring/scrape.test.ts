@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../helpers/faults.js';
+import { freePort } from '../helpers/ports.js';
 import { REPO } from '../chart/tools.js';
 import { exportedSampleNames } from './exposition.js';
 import { parsePromql } from './promql.js';
