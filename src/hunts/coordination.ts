@@ -27,11 +27,20 @@ export interface LeaseRow {
   readonly claimed: string;
 }
 
+/** One due row of a tick, with the schedule (hunt_schedule) it was computed from. */
+export interface DueHunt {
+  readonly huntId: string;
+  readonly fire: number;
+  readonly requested: boolean;
+  readonly intervalSeconds: number;
+  readonly phaseOffset: number;
+}
+
 export interface TickSnapshot {
   readonly serverNow: number;
   /** The shim's backlog (dueCountSql) at the same clock reading. */
   readonly backlog: number;
-  readonly due: ReadonlyArray<{ readonly huntId: string; readonly fire: number; readonly requested: boolean }>;
+  readonly due: ReadonlyArray<DueHunt>;
 }
 
 export type RunStatus = (typeof RUN_STATUS)[keyof typeof RUN_STATUS];
@@ -129,7 +138,13 @@ export class Coordinator {
     return {
       serverNow,
       backlog: Number(row.backlog),
-      due: row.due.map(([huntId, fire, requested]) => ({ huntId, fire: Number(fire), requested: Number(requested) === 1 })),
+      due: row.due.map(([huntId, fire, requested, interval, offset]) => ({
+        huntId,
+        fire: Number(fire),
+        requested: Number(requested) === 1,
+        intervalSeconds: Number(interval),
+        phaseOffset: Number(offset),
+      })),
     };
   }
 

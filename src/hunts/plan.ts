@@ -14,6 +14,9 @@ export interface PlannedRun {
   readonly spec: HuntSpec;
   readonly fire: number;
   readonly requested: boolean;
+  /** hunt_schedule's interval and offset at this tick: the one offset source (docs/smoothing.md). */
+  readonly intervalSeconds: number;
+  readonly phaseOffset: number;
   /** ClickHouse clock at this tick minus the fire. */
   readonly latenessSeconds: number;
 }
@@ -49,7 +52,14 @@ export function planTick(
     const spec = hunts.get(row.huntId);
     if (!spec) unknown.push(row.huntId);
     else if (!inFlight.has(row.huntId)) {
-      candidates.push({ spec, fire: row.fire, requested: row.requested, latenessSeconds: snapshot.serverNow - row.fire });
+      candidates.push({
+        spec,
+        fire: row.fire,
+        requested: row.requested,
+        intervalSeconds: row.intervalSeconds,
+        phaseOffset: row.phaseOffset,
+        latenessSeconds: snapshot.serverNow - row.fire,
+      });
     }
   }
   const rank = new Map(candidates.map((c) => [c.spec.huntId, tieBreak(runnerId, c.spec.huntId)]));
@@ -58,8 +68,16 @@ export function planTick(
   return { start: candidates.slice(0, room), unknown, deferred: Math.max(0, candidates.length - room) };
 }
 
-/** An in-flight run whose hunt has a newer scheduled fire than the one it runs: an overrun. */
-export function overrunFire(spec: HuntSpec, runningFire: number, serverNow: number): number | undefined {
-  const latest = latestFire(serverNow, spec.intervalSeconds, spec.phaseOffset);
+/**
+ * An in-flight run whose hunt has a newer scheduled fire than the one it runs: an
+ * overrun. `schedule` is hunt_schedule's interval and offset as the tick that
+ * started the run read them (never the file's hash: the table is the offset source).
+ */
+export function overrunFire(
+  schedule: { readonly intervalSeconds: number; readonly phaseOffset: number },
+  runningFire: number,
+  serverNow: number,
+): number | undefined {
+  const latest = latestFire(serverNow, schedule.intervalSeconds, schedule.phaseOffset);
   return latest > runningFire ? latest : undefined;
 }

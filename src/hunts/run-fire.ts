@@ -113,7 +113,7 @@ async function afterClaim(ctx: FireContext, planned: PlannedRun, claim: ClaimOut
     }
     claimed(ctx, planned, 'won');
     ctx.onRunStart?.(spec.huntId);
-    await runClaimedFire(ctx, planned, runWindow(fire, claim.watermark, spec.intervalSeconds), log);
+    await runClaimedFire(ctx, planned, runWindow(fire, claim.watermark, planned.intervalSeconds), log);
   } catch (err) {
     if (!ctx.signal.aborted) log.warn({ err: describeError(err) }, 'run could not start or finish; its lease expires on its own');
   }

@@ -40,6 +40,8 @@ export interface RunnerDeps {
 
 interface InFlight {
   readonly fire: number;
+  /** hunt_schedule's interval and offset when the run was planned (for overruns). */
+  readonly schedule: { readonly intervalSeconds: number; readonly phaseOffset: number };
   readonly done: Promise<void>;
   /** The claim was won: this runner holds the lease and runs the fire. */
   running: boolean;
@@ -188,7 +190,7 @@ export class Runner {
       // A freed slot is filled at the next tick, not at once: one claim batch per
       // tick keeps coordination cheap (refilling slot by slot was measured slower).
       const done = (runs.get(huntId) ?? Promise.resolve()).finally(() => this.inFlight.delete(huntId));
-      this.inFlight.set(huntId, { fire: planned.fire, done, running: false, overrunCountedThrough: planned.fire });
+      this.inFlight.set(huntId, { fire: planned.fire, schedule: planned, done, running: false, overrunCountedThrough: planned.fire });
     }
   }
 
@@ -201,8 +203,7 @@ export class Runner {
   private countOverruns(coord: Coordinator, serverNow: number): void {
     for (const [huntId, run] of this.inFlight) {
       if (!run.running) continue;
-      const spec = this.hunts.get(huntId);
-      const newer = spec ? overrunFire(spec, run.fire, serverNow) : undefined;
+      const newer = overrunFire(run.schedule, run.fire, serverNow);
       if (newer === undefined || newer <= run.overrunCountedThrough) continue;
       run.overrunCountedThrough = newer;
       this.deps.metrics.overruns.inc();

@@ -1,28 +1,30 @@
 import { describe, expect, it } from 'vitest';
 import { readBackVerdict } from '../../src/hunts/claim.js';
-import { materialiseSummary, planMaterialise } from '../../src/hunts/materialise.js';
+import { materialiseSummary, planMaterialise, type OffsetSource } from '../../src/hunts/materialise.js';
 import { overrunFire, planTick } from '../../src/hunts/plan.js';
 import { compileHuntFile, type HuntSpec } from '../../src/hunts/spec.js';
 
 /** Pure decisions of the runner: tick planning, the read-back verdict, the materialise diff. */
 
-function spec(id: string, interval: number): HuntSpec {
-  const result = compileHuntFile(`/h/${id}.yaml`, `schedule: {mode: rate, interval: ${interval}}\nqueries: [SELECT 1]\n`, 0.8);
+function spec(id: string, interval: number, pinned?: number): HuntSpec {
+  const pin = pinned === undefined ? '' : `, phase_offset: ${pinned}`;
+  const result = compileHuntFile(`/h/${id}.yaml`, `schedule: {mode: rate, interval: ${interval}${pin}}\nqueries: [SELECT 1]\n`, 0.8);
   if (result.kind !== 'hunt') throw new Error('fixture');
   return result.spec;
 }
 
 describe('planTick', () => {
+  const SCHEDULE = { intervalSeconds: 60, phaseOffset: 43 };
   const hunts = new Map(['a', 'b', 'c', 'd'].map((id) => [id, spec(id, 60)]));
   const snapshot = {
     serverNow: 1000,
     backlog: 5,
     due: [
-      { huntId: 'a', fire: 990, requested: false },
-      { huntId: 'b', fire: 900, requested: false },
-      { huntId: 'c', fire: 950, requested: true },
-      { huntId: 'd', fire: 950, requested: false },
-      { huntId: 'gone', fire: 800, requested: false },
+      { huntId: 'a', fire: 990, requested: false, ...SCHEDULE },
+      { huntId: 'b', fire: 900, requested: false, ...SCHEDULE },
+      { huntId: 'c', fire: 950, requested: true, ...SCHEDULE },
+      { huntId: 'd', fire: 950, requested: false, ...SCHEDULE },
+      { huntId: 'gone', fire: 800, requested: false, ...SCHEDULE },
     ],
   };
 
@@ -45,6 +47,13 @@ describe('planTick', () => {
     expect(overrunFire(s, 1_900_000_003, 1_900_000_062)).toBeUndefined();
     expect(overrunFire(s, 1_900_000_003, 1_900_000_063)).toBe(1_900_000_063);
   });
+
+  it('takes interval and offset from the table (the due row), not from the file', () => {
+    const plan = planTick({ serverNow: 1000, backlog: 1, due: [{ huntId: 'a', fire: 970, requested: false, intervalSeconds: 120, phaseOffset: 10 }] }, hunts, new Set(), 8);
+    expect(plan.start[0]).toMatchObject({ intervalSeconds: 120, phaseOffset: 10 });
+    // A learned offset of 10 s: the overrun follows it, not the file's hash (43).
+    expect(overrunFire({ intervalSeconds: 60, phaseOffset: 10 }, 1_900_000_030, 1_900_000_070)).toBe(1_900_000_070);
+  });
 });
 
 describe('readBackVerdict', () => {
@@ -63,11 +72,12 @@ describe('readBackVerdict', () => {
 });
 
 describe('planMaterialise', () => {
-  const row = (id: string, interval: number, offset: number, enabled = 1) => ({
+  const row = (id: string, interval: number, offset: number, enabled = 1, source: OffsetSource = 'hash') => ({
     hunt_id: id,
     interval_seconds: interval,
     phase_offset: offset,
     enabled,
+    offset_source: source,
   });
 
   it('adds, changes, tombstones, and leaves equal rows alone', () => {
@@ -78,5 +88,42 @@ describe('planMaterialise', () => {
     const plan = planMaterialise(current, [a, b, c]);
     expect(plan.writes).toEqual([row('b', 300, b.phaseOffset), row('c', 60, c.phaseOffset), row('old', 0, 0, 0)]);
     expect(materialiseSummary(plan, 'dfe')).toBe('materialised 3 hunt(s) into dfe.hunt_schedule (1 added, 1 changed, 1 tombstoned)');
+  });
+
+  it('keeps a learned offset, and rehashes it only when the interval changes', () => {
+    const a = spec('a', 60);
+    const learned = row('a', 60, 17, 1, 'learned');
+    expect(planMaterialise([learned], [a]).writes).toEqual([]);
+    expect(planMaterialise([row('a', 60, 17)], [a]).writes).toEqual([]);
+    expect(planMaterialise([learned], [spec('a', 120)]).writes).toEqual([row('a', 120, spec('a', 120).phaseOffset)]);
+  });
+
+  it('writes a pinned offset, and the hash again when the pin is removed', () => {
+    const pinned = spec('a', 900, 412);
+    expect(pinned.phaseOffset).toBe(412);
+    const plan = planMaterialise([row('a', 900, 7, 1, 'learned')], [pinned]);
+    expect(plan.writes).toEqual([row('a', 900, 412, 1, 'pinned')]);
+    expect(plan.changed).toBe(1);
+    expect(planMaterialise([row('a', 900, 412, 1, 'pinned')], [pinned]).writes).toEqual([]);
+    const unpinned = spec('a', 900);
+    expect(planMaterialise([row('a', 900, 412, 1, 'pinned')], [unpinned]).writes).toEqual([row('a', 900, unpinned.phaseOffset)]);
+  });
+
+  it('keeps a backed-off interval (2×, 4×, 8× and marked) with its offset', () => {
+    const a = spec('a', 60);
+    const backed = row('a', 240, 100, 1, 'learned');
+    expect(planMaterialise([backed], [a], new Set(['a'])).writes).toEqual([]);
+    // Unmarked, or not a power-of-two multiple up to 8×: the configured interval wins.
+    expect(planMaterialise([backed], [a]).writes).toEqual([row('a', 60, a.phaseOffset)]);
+    expect(planMaterialise([row('a', 960, 100, 1, 'learned')], [a], new Set(['a'])).writes).toEqual([row('a', 60, a.phaseOffset)]);
+  });
+});
+
+describe('pinned phase_offset in a hunt file', () => {
+  it.each([[-1], [900], [1.5], ['"412"']])('rejects %j naming the file, key and value', (value) => {
+    const result = compileHuntFile('/h/p.yaml', `schedule: {mode: rate, interval: 15m, phase_offset: ${value}}\nqueries: [SELECT 1]\n`, 0.8);
+    expect(result).toMatchObject({ kind: 'invalid', file: '/h/p.yaml', key: 'schedule.phase_offset' });
+    expect(result.kind === 'invalid' && result.reason).toContain(String(value).replace(/"/g, ''));
+    expect(result.kind === 'invalid' && result.reason).toContain('0 ≤ offset < interval (900)');
   });
 });
