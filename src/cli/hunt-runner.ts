@@ -94,7 +94,7 @@ async function schemaCommand(config: AppConfig, flags: Flags): Promise<void> {
       return;
     }
     const statements = await applySchema(handle.client, dataDatabase, resolved);
-    process.stdout.write(`schema applied to ${dataDatabase} (${resolved.kind}): ${statements.length} statement(s), each IF NOT EXISTS\n`);
+    process.stdout.write(`schema applied to ${dataDatabase} (${resolved.kind}): ${statements.length} statement(s), each idempotent\n`);
   });
 }
 

@@ -47,7 +47,7 @@ export function coordinationSettings(topology: ResolvedTopology): CoordinationSe
   };
 }
 
-/** Runs every DDL statement; each is `IF NOT EXISTS`, so a second run changes nothing. */
+/** Runs every DDL statement; each is `IF NOT EXISTS` (CREATE, ADD COLUMN), so a second run changes nothing. */
 export async function applySchema(client: ClickHouseClient, database: string, topology: ResolvedTopology): Promise<string[]> {
   const statements = schemaDdl(database, topology);
   for (const query of statements) await client.command({ query });

@@ -21,12 +21,36 @@ export const RUN_STATUS = Object.freeze({
   failed: 'failed',
 });
 
-interface TableDef {
+/**
+ * A column this project adds to an original table (docs/tables.md).
+ * New tables get it in CREATE; a table the original created gets it from
+ * `ALTER TABLE … ADD COLUMN IF NOT EXISTS`, and its old rows read the default.
+ */
+export interface AddedColumn {
   readonly name: string;
+  readonly type: string;
+  /** A constant SQL default, so old rows read back a known value. */
+  readonly default: string;
+}
+
+export interface TableDef {
+  readonly name: string;
+  /** The original's columns, exactly as it creates them. */
   readonly columns: string;
+  /** Columns added since, in order; always appended after `columns`. */
+  readonly added?: readonly AddedColumn[];
   readonly version: string;
   readonly orderBy: string;
   readonly ttl?: string;
+}
+
+function columnDdl(c: AddedColumn): string {
+  return `${c.name} ${c.type} DEFAULT ${c.default}`;
+}
+
+/** Every column of a table as CREATE writes it: the original's, then the added ones. */
+export function allColumns(def: TableDef): string {
+  return [def.columns, ...(def.added ?? []).map(columnDdl)].join(', ');
 }
 
 const UPDATED = 'updated DateTime64(3) DEFAULT now64(3)';
@@ -35,6 +59,11 @@ export const TABLE_DEFS: readonly TableDef[] = Object.freeze([
   {
     name: TABLES.schedule,
     columns: `hunt_id String, interval_seconds Int64, phase_offset Int64, enabled UInt8 DEFAULT 1, ${UPDATED}`,
+    // Load smoothing (docs/tables.md): where phase_offset came from and when it last moved.
+    added: [
+      { name: 'offset_source', type: 'LowCardinality(String)', default: "'hash'" },
+      { name: 'moved_at', type: 'DateTime64(3)', default: '0' },
+    ],
     version: 'updated',
     orderBy: 'hunt_id',
   },
@@ -48,12 +77,24 @@ export const TABLE_DEFS: readonly TableDef[] = Object.freeze([
   {
     name: TABLES.state,
     columns: `hunt_id String, overrun_count Int64, too_aggressive UInt8, ${UPDATED}`,
+    // Auto-disable (docs/tables.md): a non-empty reason on the newest row keeps the hunt from being due.
+    added: [
+      { name: 'disabled_reason', type: 'String', default: "''" },
+      { name: 'disabled_at', type: 'DateTime64(3)', default: '0' },
+    ],
     version: 'updated',
     orderBy: 'hunt_id',
   },
   {
     name: TABLES.run,
     columns: `hunt_id String, fire Int64, status String, rows_written Int64, ${UPDATED}`,
+    // Per-run cost (docs/tables.md), 0 where the server's summary did not carry it.
+    added: [
+      { name: 'duration_ms', type: 'Int64', default: '0' },
+      { name: 'cpu_us', type: 'Int64', default: '0' },
+      { name: 'memory_bytes', type: 'Int64', default: '0' },
+      { name: 'error_code', type: 'Int32', default: '0' },
+    ],
     version: 'updated',
     orderBy: '(hunt_id, fire)',
   },
@@ -95,12 +136,29 @@ export function createDatabaseDdl(database: string, topology: ResolvedTopology):
 export function createTableDdl(database: string, def: TableDef, topology: ResolvedTopology): string {
   const ttl = def.ttl ? ` TTL ${def.ttl}` : '';
   return (
-    `CREATE TABLE IF NOT EXISTS ${qualifiedTable(database, def.name)}${onCluster(topology)} (${def.columns}) ` +
+    `CREATE TABLE IF NOT EXISTS ${qualifiedTable(database, def.name)}${onCluster(topology)} (${allColumns(def)}) ` +
     `ENGINE = ${engine(def, topology)} ORDER BY ${def.orderBy}${ttl}`
   );
 }
 
+/**
+ * Brings a table the original created up to date: one `ADD COLUMN IF NOT EXISTS`
+ * per added column, in one ALTER (none when the table adds nothing). A no-op on
+ * a table CREATE just made or a second run.
+ */
+export function addColumnsDdl(database: string, def: TableDef, topology: ResolvedTopology): string | undefined {
+  if (!def.added?.length) return undefined;
+  const adds = def.added.map((c) => `ADD COLUMN IF NOT EXISTS ${columnDdl(c)}`).join(', ');
+  return `ALTER TABLE ${qualifiedTable(database, def.name)}${onCluster(topology)} ${adds}`;
+}
+
 /** Every statement `schema --apply` runs, in order; each is idempotent. */
 export function schemaDdl(database: string, topology: ResolvedTopology): string[] {
-  return [createDatabaseDdl(database, topology), ...TABLE_DEFS.map((def) => createTableDdl(database, def, topology))];
+  const statements = [createDatabaseDdl(database, topology)];
+  for (const def of TABLE_DEFS) {
+    statements.push(createTableDdl(database, def, topology));
+    const alter = addColumnsDdl(database, def, topology);
+    if (alter) statements.push(alter);
+  }
+  return statements;
 }

@@ -1,0 +1,140 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applySchema } from '../../src/hunts/schema.js';
+import { schemaDdl, TABLE_DEFS } from '../../src/hunts/tables.js';
+import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
+
+/**
+ * docs/tables.md: `schema --apply` on tables the ORIGINAL created (its columns
+ * only) adds this project's columns with their defaults, keeps the old rows,
+ * and a second apply changes nothing. Run on the real embedded engine.
+ */
+const ORIGINAL: Record<string, string> = {
+  hunt_schedule:
+    '(hunt_id String, interval_seconds Int64, phase_offset Int64, enabled UInt8 DEFAULT 1, updated DateTime64(3) DEFAULT now64(3)) ENGINE = ReplacingMergeTree(updated) ORDER BY hunt_id',
+  hunt_lease:
+    '(hunt_id String, owner String, fire Int64, lease_until Int64, claimed DateTime64(3) DEFAULT now64(3)) ENGINE = ReplacingMergeTree(claimed) ORDER BY hunt_id',
+  hunt_watermark: '(hunt_id String, watermark Int64, updated DateTime64(3) DEFAULT now64(3)) ENGINE = ReplacingMergeTree(updated) ORDER BY hunt_id',
+  hunt_state:
+    '(hunt_id String, overrun_count Int64, too_aggressive UInt8, updated DateTime64(3) DEFAULT now64(3)) ENGINE = ReplacingMergeTree(updated) ORDER BY hunt_id',
+  hunt_run:
+    '(hunt_id String, fire Int64, status String, rows_written Int64, updated DateTime64(3) DEFAULT now64(3)) ENGINE = ReplacingMergeTree(updated) ORDER BY (hunt_id, fire)',
+  hunt_runner_heartbeat:
+    '(runner_id String, seen Int64, poll_seconds Float64, updated DateTime64(3) DEFAULT now64(3)) ENGINE = ReplacingMergeTree(updated) ORDER BY runner_id TTL toDateTime(updated) + INTERVAL 7 DAY',
+};
+
+const ADDED: Record<string, Record<string, string>> = {
+  hunt_schedule: { offset_source: 'LowCardinality(String)', moved_at: 'DateTime64(3)' },
+  hunt_run: { duration_ms: 'Int64', cpu_us: 'Int64', memory_bytes: 'Int64', error_code: 'Int32' },
+  hunt_state: { disabled_reason: 'String', disabled_at: 'DateTime64(3)' },
+};
+
+/** 64-bit integers come back as strings from a server and as numbers from the embedded engine. */
+function plain(row: Record<string, unknown> | undefined): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(row ?? {}).map(([k, v]) => [k, typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v]));
+}
+
+type ColumnRow = { table: string; name: string; type: string; default_expression: string };
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await openTestDatabase('schema');
+});
+afterAll(async () => db?.close());
+
+async function columns(database: string): Promise<ColumnRow[]> {
+  return queryRows<ColumnRow>(
+    db,
+    'SELECT table, name, type, default_expression FROM system.columns WHERE database = {db:String} ORDER BY table, position',
+    { db: database },
+  );
+}
+
+async function tableDdl(database: string): Promise<string[]> {
+  const rows = await queryRows<{ create_table_query: string }>(
+    db,
+    "SELECT create_table_query FROM system.tables WHERE database = {db:String} AND name LIKE 'hunt%' ORDER BY name",
+    { db: database },
+  );
+  return rows.map((r) => r.create_table_query);
+}
+
+describe('schema --apply on the original tables', () => {
+  it('adds the new columns with defaults, old rows read them back, and a second apply is a no-op', async () => {
+    const c = db.handle.client;
+    for (const [name, body] of Object.entries(ORIGINAL)) {
+      await c.command({ query: `CREATE TABLE \`${db.database}\`.${name} ${body}` });
+    }
+    // Rows the original wrote, before the upgrade.
+    await c.command({ query: `INSERT INTO \`${db.database}\`.hunt_schedule (hunt_id, interval_seconds, phase_offset) VALUES ('h', 300, 139)` });
+    await c.command({ query: `INSERT INTO \`${db.database}\`.hunt_run (hunt_id, fire, status, rows_written) VALUES ('h', 1900000000, 'succeeded', 7)` });
+    await c.command({ query: `INSERT INTO \`${db.database}\`.hunt_state (hunt_id, overrun_count, too_aggressive) VALUES ('h', 2, 0)` });
+
+    await applySchema(c, db.database, { kind: 'single' });
+
+    const after = await columns(db.database);
+    for (const [table, cols] of Object.entries(ADDED)) {
+      for (const [name, type] of Object.entries(cols)) {
+        expect(after.find((r) => r.table === table && r.name === name)?.type, `${table}.${name}`).toBe(type);
+      }
+    }
+    const [schedule] = await queryRows<Record<string, unknown>>(
+      db,
+      `SELECT hunt_id, phase_offset, offset_source, toUnixTimestamp64Milli(moved_at) AS moved_ms FROM \`${db.database}\`.hunt_schedule`,
+    );
+    expect(plain(schedule)).toEqual({ hunt_id: 'h', phase_offset: 139, offset_source: 'hash', moved_ms: 0 });
+    const [run] = await queryRows<Record<string, unknown>>(
+      db,
+      `SELECT rows_written, duration_ms, cpu_us, memory_bytes, error_code FROM \`${db.database}\`.hunt_run`,
+    );
+    expect(plain(run)).toEqual({ rows_written: 7, duration_ms: 0, cpu_us: 0, memory_bytes: 0, error_code: 0 });
+    const [state] = await queryRows<Record<string, unknown>>(
+      db,
+      `SELECT overrun_count, disabled_reason, toUnixTimestamp64Milli(disabled_at) AS disabled_ms FROM \`${db.database}\`.hunt_state`,
+    );
+    expect(plain(state)).toEqual({ overrun_count: 2, disabled_reason: '', disabled_ms: 0 });
+
+    // Second apply: same columns, same table definitions, no mutation queued.
+    const ddlBefore = await tableDdl(db.database);
+    await applySchema(c, db.database, { kind: 'single' });
+    expect(await columns(db.database)).toEqual(after);
+    expect(await tableDdl(db.database)).toEqual(ddlBefore);
+    const mutations = await queryRows<{ n: string }>(db, 'SELECT count() AS n FROM system.mutations WHERE database = {db:String}', {
+      db: db.database,
+    });
+    expect(Number(mutations[0]?.n)).toBe(0);
+  });
+
+  it('fresh tables get every column from CREATE, in the same order as an upgraded one', async () => {
+    const fresh = `${db.database}_fresh`;
+    await db.handle.client.command({ query: `CREATE DATABASE \`${fresh}\`` });
+    try {
+      await applySchema(db.handle.client, fresh, { kind: 'single' });
+      const got = (await columns(fresh)).map((r) => `${r.table}.${r.name} ${r.type}`);
+      const upgraded = (await columns(db.database)).map((r) => `${r.table}.${r.name} ${r.type}`);
+      expect(got).toEqual(upgraded);
+      expect(got).toContain('hunt_state.disabled_reason String');
+    } finally {
+      await db.handle.client.command({ query: `DROP DATABASE IF EXISTS \`${fresh}\`` });
+    }
+  });
+});
+
+describe('schema --print', () => {
+  it('shows the added columns in CREATE and as ADD COLUMN IF NOT EXISTS, ON CLUSTER on a cluster', () => {
+    const single = schemaDdl('dfe', { kind: 'single' });
+    const cluster = schemaDdl('dfe', { kind: 'cluster', cluster: 'c1' });
+    for (const [table, cols] of Object.entries(ADDED)) {
+      const create = single.find((s) => s.startsWith(`CREATE TABLE IF NOT EXISTS \`dfe\`.\`${table}\``));
+      const alter = single.find((s) => s.startsWith(`ALTER TABLE \`dfe\`.\`${table}\` `));
+      const clusterAlter = cluster.find((s) => s.startsWith(`ALTER TABLE \`dfe\`.\`${table}\` ON CLUSTER 'c1' `));
+      for (const [name, type] of Object.entries(cols)) {
+        expect(create).toContain(`${name} ${type} DEFAULT`);
+        expect(alter).toContain(`ADD COLUMN IF NOT EXISTS ${name} ${type} DEFAULT`);
+        expect(clusterAlter).toContain(`ADD COLUMN IF NOT EXISTS ${name} ${type} DEFAULT`);
+      }
+    }
+    // Tables that add nothing get no ALTER.
+    const withAdds = TABLE_DEFS.filter((d) => d.added?.length).map((d) => d.name);
+    expect(single.filter((s) => s.includes('ADD COLUMN')).length).toBe(withAdds.length);
+  });
+});
