@@ -52,7 +52,9 @@ describe('planTick', () => {
     const plan = planTick({ serverNow: 1000, backlog: 1, due: [{ huntId: 'a', fire: 970, requested: false, intervalSeconds: 120, phaseOffset: 10 }] }, hunts, new Set(), 8);
     expect(plan.start[0]).toMatchObject({ intervalSeconds: 120, phaseOffset: 10 });
     // A learned offset of 10 s: the overrun follows it, not the file's hash (43).
-    expect(overrunFire({ intervalSeconds: 60, phaseOffset: 10 }, 1_900_000_030, 1_900_000_070)).toBe(1_900_000_070);
+    const learned = { intervalSeconds: 60, phaseOffset: 10 };
+    expect(overrunFire(learned, 1_900_000_030, 1_900_000_089)).toBeUndefined();
+    expect(overrunFire(learned, 1_900_000_030, 1_900_000_090)).toBe(1_900_000_090);
   });
 });
 
