@@ -252,12 +252,19 @@ export class Coordinator {
     return fire;
   }
 
-  /** hunt_state.overrun_count += 1; only the lease owner writes it, so there is no race. */
+  /**
+   * hunt_state.overrun_count += 1; only the lease owner writes it, so there is no
+   * race. The newest row's disabled_reason/disabled_at are carried over: only
+   * `enable` may clear them (docs/tables.md). The inner aggregate has no GROUP BY,
+   * so it yields one row (count 0, not disabled) even for a hunt with no state yet.
+   */
   async addOverrun(huntId: string): Promise<void> {
     const state = qualifiedTable(this.database, TABLES.state);
     await this.write(
-      `INSERT INTO ${state} (hunt_id, overrun_count, too_aggressive)
-       SELECT {hunt:String}, (SELECT max(n) + 1 FROM (SELECT argMax(overrun_count, updated) AS n FROM ${state} WHERE hunt_id = {hunt:String})), 0`,
+      `INSERT INTO ${state} (hunt_id, overrun_count, too_aggressive, disabled_reason, disabled_at)
+       SELECT {hunt:String}, n + 1, 0, reason, at FROM (
+         SELECT argMax(overrun_count, updated) AS n, argMax(disabled_reason, updated) AS reason, argMax(disabled_at, updated) AS at
+         FROM ${state} WHERE hunt_id = {hunt:String})`,
       { hunt: huntId },
     );
   }

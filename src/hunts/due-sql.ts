@@ -8,7 +8,8 @@ import { RUN_STATUS, TABLES } from './tables.js';
  *
  * - each table is collapsed per hunt with argMax(col, version), no FINAL;
  * - tombstones (`enabled = 0`, interval 0) are dropped in the innermost query,
- *   before any `intDiv`, so a zero interval never divides;
+ *   before any `intDiv`, so a zero interval never divides; so are auto-disabled
+ *   hunts (newest hunt_state row with a non-empty disabled_reason);
  * - "no watermark" is told apart from watermark 0 by a `has_wm` marker, since a
  *   LEFT JOIN fills missing rows with defaults;
  * - `now` is the ClickHouse server clock, or a bound `{now:Int64}` in tests.
@@ -47,6 +48,7 @@ export function dueRowsSql(database: string, options: DueSqlOptions = {}): strin
   const watermark = qualifiedTable(database, TABLES.watermark);
   const lease = qualifiedTable(database, TABLES.lease);
   const run = qualifiedTable(database, TABLES.run);
+  const state = qualifiedTable(database, TABLES.state);
   return `
 SELECT hunt_id, toInt64(if(sched_owed, sched_fire, req_fire)) AS fire, toUInt8(NOT sched_owed) AS requested, now_s AS server_now,
   interval_seconds, phase_offset
@@ -73,6 +75,15 @@ FROM (
       GROUP BY hunt_id
     )
     WHERE enabled = 1 AND interval_seconds > 0
+      -- Auto-disabled (docs/tables.md): the newest hunt_state row has a reason.
+      AND hunt_id NOT IN (
+        SELECT hunt_id FROM (
+          SELECT hunt_id, argMax(disabled_reason, updated) AS disabled_reason
+          FROM ${state}
+          GROUP BY hunt_id
+        )
+        WHERE disabled_reason != ''
+      )
   ) AS s
   LEFT JOIN (
     SELECT hunt_id, argMax(watermark, updated) AS watermark, toUInt8(1) AS has_wm

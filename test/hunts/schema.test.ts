@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Coordinator } from '../../src/hunts/coordination.js';
 import { applySchema } from '../../src/hunts/schema.js';
 import { schemaDdl, TABLE_DEFS } from '../../src/hunts/tables.js';
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
@@ -136,5 +137,36 @@ describe('schema --print', () => {
     // Tables that add nothing get no ALTER.
     const withAdds = TABLE_DEFS.filter((d) => d.added?.length).map((d) => d.name);
     expect(single.filter((s) => s.includes('ADD COLUMN')).length).toBe(withAdds.length);
+  });
+});
+
+describe('hunt_state writes keep an auto-disable', () => {
+  it('an overrun row carries the newest disabled_reason over; only enable clears it', async () => {
+    const database = `${db.database}_state`;
+    const c = db.handle.client;
+    await c.command({ query: `CREATE DATABASE \`${database}\`` });
+    try {
+      await applySchema(c, database, { kind: 'single' });
+      const coordinator = new Coordinator(c, database, { read: {}, write: {} });
+      await coordinator.addOverrun('fresh');
+      await c.insert({
+        table: `${database}.hunt_state`,
+        values: [{ hunt_id: 'h', overrun_count: 4, too_aggressive: 0, disabled_reason: 'memory_limit', disabled_at: '2026-01-01 00:00:00.000', updated: '2026-01-01 00:00:00.000' }],
+        format: 'JSONEachRow',
+      });
+      await coordinator.addOverrun('h');
+      const rows = await queryRows<Record<string, unknown>>(
+        db,
+        `SELECT hunt_id, argMax(overrun_count, updated) AS n, argMax(disabled_reason, updated) AS reason,
+                toUnixTimestamp64Milli(argMax(disabled_at, updated)) AS at
+         FROM \`${database}\`.hunt_state GROUP BY hunt_id ORDER BY hunt_id`,
+      );
+      expect(rows.map(plain)).toEqual([
+        { hunt_id: 'fresh', n: 1, reason: '', at: 0 },
+        { hunt_id: 'h', n: 5, reason: 'memory_limit', at: Date.UTC(2026, 0, 1) },
+      ]);
+    } finally {
+      await c.command({ query: `DROP DATABASE IF EXISTS \`${database}\`` });
+    }
   });
 });
