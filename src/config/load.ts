@@ -40,6 +40,41 @@ export interface ShimConfig {
   readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined;
 }
 
+/** Load smoothing (docs/smoothing.md); each setting's env twin is DFE_HUNT_SMOOTHING_<NAME>. */
+export interface SmoothingConfig {
+  /** Default false: the controller never runs and no offset moves. */
+  readonly enabled: boolean;
+  /** Seconds between planning cycles, default 300. */
+  readonly cycleSeconds: number;
+  /** Δ, seconds per curve bucket, default 30. */
+  readonly bucketSeconds: number;
+  /** max_step = floor(T × fraction), default 0.25. */
+  readonly maxStepFraction: number;
+  /** Commit only if J falls by more than hysteresis × J, default 0.001. */
+  readonly hysteresis: number;
+  /** Cycles a moved hunt stays put, default 3. */
+  readonly cooldownCycles: number;
+  /** A learned offset not moved for this long is settled (export writes it), default 7 d. */
+  readonly settlingSeconds: number;
+  /** Trailing window of the cost model (p95s), default 24 h. */
+  readonly costWindowSeconds: number;
+  /** M_cap; undefined: the server's max_server_memory_usage. */
+  readonly memoryCapBytes: number | undefined;
+  /** Cores of C_cap; undefined: the server's max_threads. */
+  readonly cpuCores: number | undefined;
+  readonly weights: { readonly cpu: number; readonly mem: number };
+}
+
+/** Escalation (docs/smoothing.md): ON by default even with smoothing off. */
+export interface AutoDisableConfig {
+  /** K code-241 failures within windowSeconds disable a hunt; null = off. Default 3 in 3600 s. */
+  readonly memCrashloop: { readonly failures: number; readonly windowSeconds: number } | null;
+  /** Opt-in global ceilings on a hunt's p95 cost; undefined = no ceiling. */
+  readonly maxP95MemoryBytes: number | undefined;
+  readonly maxP95CpuUs: number | undefined;
+  readonly maxP95DurationMs: number | undefined;
+}
+
 export interface RunnerConfig {
   readonly huntsDir: string;
   readonly spreadFraction: number;
@@ -49,6 +84,8 @@ export interface RunnerConfig {
   readonly leaseSeconds: number;
   readonly settleMs: number;
   readonly runnerId: string | undefined;
+  readonly smoothing: SmoothingConfig;
+  readonly autoDisable: AutoDisableConfig;
 }
 
 export interface AppConfig {
@@ -71,6 +108,11 @@ export const FLAG_TO_ENV: Readonly<Record<string, keyof z.input<typeof envSchema
   cap: 'DFE_HUNT_RUNNER_CAP',
   'metrics-port': 'DFE_HUNT_RUNNER_METRICS_PORT',
   'runner-id': 'DFE_HUNT_RUNNER_ID',
+  'bucket-seconds': 'DFE_HUNT_SMOOTHING_BUCKET_SECONDS',
+  'max-step': 'DFE_HUNT_SMOOTHING_MAX_STEP_FRACTION',
+  'memory-cap-bytes': 'DFE_HUNT_SMOOTHING_MEMORY_CAP_BYTES',
+  'cpu-cores': 'DFE_HUNT_SMOOTHING_CPU_CORES',
+  weights: 'DFE_HUNT_SMOOTHING_WEIGHTS',
 });
 
 function pickEnv(env: NodeJS.ProcessEnv): Record<string, string> {
@@ -188,6 +230,25 @@ function build(e: ParsedEnv): AppConfig {
       leaseSeconds: e.DFE_HUNT_RUNNER_LEASE_SECONDS,
       settleMs: e.DFE_HUNT_RUNNER_SETTLE_MS,
       runnerId: e.DFE_HUNT_RUNNER_ID,
+      smoothing: {
+        enabled: e.DFE_HUNT_SMOOTHING_ENABLED,
+        cycleSeconds: e.DFE_HUNT_SMOOTHING_CYCLE_SECONDS,
+        bucketSeconds: e.DFE_HUNT_SMOOTHING_BUCKET_SECONDS,
+        maxStepFraction: e.DFE_HUNT_SMOOTHING_MAX_STEP_FRACTION,
+        hysteresis: e.DFE_HUNT_SMOOTHING_HYSTERESIS,
+        cooldownCycles: e.DFE_HUNT_SMOOTHING_COOLDOWN_CYCLES,
+        settlingSeconds: e.DFE_HUNT_SMOOTHING_SETTLING_SECONDS,
+        costWindowSeconds: e.DFE_HUNT_SMOOTHING_COST_WINDOW_SECONDS,
+        memoryCapBytes: e.DFE_HUNT_SMOOTHING_MEMORY_CAP_BYTES,
+        cpuCores: e.DFE_HUNT_SMOOTHING_CPU_CORES,
+        weights: e.DFE_HUNT_SMOOTHING_WEIGHTS,
+      },
+      autoDisable: {
+        memCrashloop: e.DFE_HUNT_AUTODISABLE_MEM_CRASHLOOP,
+        maxP95MemoryBytes: e.DFE_HUNT_AUTODISABLE_MAX_P95_MEMORY_BYTES,
+        maxP95CpuUs: e.DFE_HUNT_AUTODISABLE_MAX_P95_CPU_US,
+        maxP95DurationMs: e.DFE_HUNT_AUTODISABLE_MAX_P95_DURATION_MS,
+      },
     },
     log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT },
   };

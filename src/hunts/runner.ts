@@ -10,10 +10,11 @@ import { huntsDirSignature, loadHuntsDir, logHuntSet } from './loader.js';
 import { materialise, materialiseSummary } from './materialise.js';
 import type { RunnerMetrics } from './metrics.js';
 import { overrunFire, planTick, type PlannedRun } from './plan.js';
-import { claimAndRun, type RunnerEvents, type TickRecord } from './run-fire.js';
+import { claimAndRun, type FinishedRun, type RunnerEvents, type TickRecord } from './run-fire.js';
 import { coordinationSettings, resolveTopology } from './schema.js';
 import type { SessionPool } from './sessions.js';
 import type { HuntSpec } from './spec.js';
+import { Escalation } from '../smoothing/escalation.js';
 
 /** Every ClickHouse call of a runner listens on one signal; many run at once. */
 function abortController(): AbortController {
@@ -21,6 +22,8 @@ function abortController(): AbortController {
   setMaxListeners(0, controller.signal);
   return controller;
 }
+
+const DISABLED_GAUGE_REFRESH_MS = 60_000;
 
 export type ClickHouseState = 'unknown' | 'up' | 'down';
 
@@ -59,6 +62,8 @@ export class Runner {
   private signature = '';
   private needsMaterialise = true;
   private coord: Coordinator | undefined;
+  private escalation: Escalation | undefined;
+  private gaugeRefreshedMs = Number.NEGATIVE_INFINITY;
   private readonly inFlight = new Map<string, InFlight>();
   private readonly abort = abortController();
   private chState: ClickHouseState = 'unknown';
@@ -104,6 +109,14 @@ export class Runner {
     const time: CoordinationTime = this.deps.time === 'clock' ? { kind: 'clock', clock: this.deps.clock } : { kind: 'server' };
     const serverTime = new ServerTime(time, this.deps.clock);
     this.coord = new Coordinator(client, clickhouse.dataDatabase, coordinationSettings(topology), serverTime, this.abort.signal);
+    this.escalation = new Escalation({
+      client,
+      database: clickhouse.dataDatabase,
+      settings: this.coord.settings,
+      config: this.deps.settings.autoDisable,
+      metrics: this.deps.metrics.smoothing,
+      log: this.deps.log,
+    });
     return this.coord;
   }
 
@@ -152,6 +165,7 @@ export class Runner {
       this.countOverruns(coord, snapshot.serverNow);
       const plan = planTick(snapshot, this.hunts, new Set(this.inFlight.keys()), this.deps.settings.cap, this.deps.runnerId);
       this.start(coord, plan.start);
+      this.refreshDisabledGauge();
       record = {
         runnerId: this.deps.runnerId,
         serverNow: snapshot.serverNow,
@@ -169,6 +183,16 @@ export class Runner {
     return record;
   }
 
+  /** dfe_hunt_autodisabled follows hunt_state (any runner may disable), at most once a minute. */
+  private refreshDisabledGauge(): void {
+    const nowMs = this.deps.clock.nowMs();
+    if (!this.escalation || nowMs - this.gaugeRefreshedMs < DISABLED_GAUGE_REFRESH_MS) return;
+    this.gaugeRefreshedMs = nowMs;
+    this.escalation.refreshGauge().catch((err: unknown) => {
+      if (!this.abort.signal.aborted) this.deps.log.warn({ err: describeError(err) }, 'could not read auto-disabled hunts');
+    });
+  }
+
   private start(coord: Coordinator, batch: readonly PlannedRun[]): void {
     if (batch.length === 0) return;
     const { runnerId, sessions, clock, metrics, log, events, settings } = this.deps;
@@ -183,7 +207,9 @@ export class Runner {
       const entry = this.inFlight.get(huntId);
       if (entry) entry.running = true;
     };
-    const ctx = { runnerId, coord, sessions, timing, clock, metrics, log, events, signal: this.abort.signal, onRunStart };
+    const escalation = this.escalation;
+    const onRunFinished = async (run: FinishedRun) => escalation?.afterRun(run.huntId, run.cost.errorCode);
+    const ctx = { runnerId, coord, sessions, timing, clock, metrics, log, events, signal: this.abort.signal, onRunStart, onRunFinished };
     const runs = claimAndRun(ctx, batch);
     for (const planned of batch) {
       const huntId = planned.spec.huntId;
