@@ -5,7 +5,7 @@ import type { CoordinationSettings } from '../hunts/schema.js';
 import type { Logger } from '../log.js';
 import type { CeilingResource, SmoothingMetrics } from '../hunts/metrics.js';
 import type { HuntCost } from './model.js';
-import { countFailures, disableHunt, readDisabled, type DisableReason } from './state.js';
+import { countFailures, disableHunt, readDisabled, type DisableReason } from './hunt-state.js';
 
 /**
  * Auto-disable (docs/smoothing.md, "Auto-disable"), ON by default even with

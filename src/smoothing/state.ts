@@ -1,107 +1,145 @@
-import type { ClickHouseClient } from '@clickhouse/client';
-import { qualifiedTable } from '../clickhouse/identifiers.js';
-import type { CoordinationSettings } from '../hunts/schema.js';
-import { TABLES } from '../hunts/tables.js';
+import { cpuCapacityUs, depositAll, pressureOf, sumOfSquares } from './curve.js';
+import type { HuntLoad, PlannerSettings } from './model.js';
+import { assertCurveInput, forEachCoveredBucket, geometry, pulseWidth, type Geometry } from './pulse.js';
 
 /**
- * hunt_state writes of escalation (docs/smoothing.md): auto-disable, enable and
- * the interval back-off mark. Each write is a new row carrying every other
- * column of the newest row forward (like the overrun counter), so a disable
- * never resets the overrun count and an overrun never lifts a disable. An
- * aggregate over no rows yields one row of defaults, so a hunt without state
- * gets a first row the same way.
+ * The planner's working copy of the curve, kept up to date move by move so that trying an
+ * offset costs O(fires × d) (the buckets the hunt leaves and lands in), never O(B).
+ * docs/smoothing.md "Making a cycle cheap".
  */
-export type DisableReason = 'mem_crashloop' | 'ceiling_memory' | 'ceiling_cpu' | 'ceiling_duration';
-
-export const DISABLE_REASONS: readonly DisableReason[] = Object.freeze(['mem_crashloop', 'ceiling_memory', 'ceiling_cpu', 'ceiling_duration']);
-
-export interface DisabledHunt {
-  readonly huntId: string;
-  readonly reason: string;
-  /** DateTime64(3) text as the server renders it. */
-  readonly disabledAt: string;
+export interface Trial {
+  readonly offset: number;
+  /** J(after) − J(now). */
+  readonly deltaJ: number;
 }
 
-type Patch = { readonly reason?: string; readonly stampDisabledAt?: boolean; readonly tooAggressive?: 0 | 1 };
+export class CurveState {
+  readonly g: Geometry;
+  readonly hunts: HuntLoad[];
+  readonly cpu: Float64Array;
+  readonly mem: Float64Array;
+  readonly pressure: Float64Array;
+  /** Hunts covering each bucket (by index into `hunts`). */
+  readonly cover: Array<Set<number>>;
+  objective = 0;
+  private readonly cpuCap: number;
+  private readonly width: Int32Array;
+  /** Pressure one covered bucket receives from the hunt. */
+  private readonly unit: Float64Array;
+  private readonly oldCount: Int32Array;
+  private readonly newCount: Int32Array;
+  private readonly touched: number[] = [];
 
-function writeSettings(settings: CoordinationSettings) {
-  // An embedded session may still carry a hunt's log_comment/dedup token (see coordination.ts).
-  return { ...settings.write, log_comment: '', insert_deduplication_token: '' };
-}
+  constructor(
+    hunts: readonly HuntLoad[],
+    private readonly settings: PlannerSettings,
+  ) {
+    assertCurveInput(hunts, settings);
+    this.g = geometry(hunts, settings.bucketSeconds);
+    const n = hunts.length;
+    const buckets = this.g.buckets;
+    this.hunts = [...hunts];
+    this.cpu = new Float64Array(buckets);
+    this.mem = new Float64Array(buckets);
+    this.pressure = new Float64Array(buckets);
+    this.cover = Array.from({ length: buckets }, () => new Set<number>());
+    this.cpuCap = cpuCapacityUs(settings);
+    this.width = new Int32Array(n);
+    this.unit = new Float64Array(n);
+    this.oldCount = new Int32Array(buckets);
+    this.newCount = new Int32Array(buckets);
+    depositAll(hunts, this.g, this.cpu, this.mem);
+    hunts.forEach((hunt, i) => {
+      const w = pulseWidth(hunt.cost.durationMs, this.g.bucketSeconds);
+      this.width[i] = w;
+      this.unit[i] = pressureOf(hunt.cost.cpuUs / w, hunt.cost.memoryBytes, settings, this.cpuCap);
+      this.visit(i, hunt.offsetSeconds, (b) => this.cover[b]?.add(i));
+    });
+    for (let b = 0; b < buckets; b++) this.pressure[b] = this.pressureAt(b);
+    this.objective = sumOfSquares(this.pressure);
+  }
 
-async function writeState(client: ClickHouseClient, database: string, settings: CoordinationSettings, huntId: string, patch: Patch): Promise<void> {
-  const state = qualifiedTable(database, TABLES.state);
-  const reason = patch.reason === undefined ? 'reason' : '{reason:String}';
-  const at = patch.stampDisabledAt ? 'now64(3)' : 'at';
-  const aggressive = patch.tooAggressive === undefined ? 'aggressive' : '{aggressive:UInt8}';
-  await client.command({
-    query: `INSERT INTO ${state} (hunt_id, overrun_count, too_aggressive, disabled_reason, disabled_at)
-      SELECT {hunt:String}, n, ${aggressive}, ${reason}, ${at} FROM (
-        SELECT argMax(overrun_count, updated) AS n, argMax(too_aggressive, updated) AS aggressive,
-               argMax(disabled_reason, updated) AS reason, argMax(disabled_at, updated) AS at
-        FROM ${state} WHERE hunt_id = {hunt:String})`,
-    query_params: { hunt: huntId, reason: patch.reason ?? '', aggressive: patch.tooAggressive ?? 0 },
-    clickhouse_settings: writeSettings(settings),
-  });
-}
+  private pressureAt(b: number): number {
+    return pressureOf(this.cpu[b] ?? 0, this.mem[b] ?? 0, this.settings, this.cpuCap);
+  }
 
-/** Disables a hunt: the due SQL skips it from the next tick; only `enable` lifts it. */
-export function disableHunt(client: ClickHouseClient, database: string, settings: CoordinationSettings, huntId: string, reason: DisableReason) {
-  return writeState(client, database, settings, huntId, { reason, stampDisabledAt: true });
-}
+  private visit(i: number, offset: number, fn: (b: number) => void): void {
+    const hunt = this.hunts[i] as HuntLoad;
+    forEachCoveredBucket(this.g, hunt.periodSeconds, offset, this.width[i] ?? 1, fn);
+  }
 
-/**
- * Lifts a disable. disabled_at is stamped again: failures before it no longer
- * count towards the next crash-loop (docs/smoothing.md).
- */
-export function enableHunt(client: ClickHouseClient, database: string, settings: CoordinationSettings, huntId: string) {
-  return writeState(client, database, settings, huntId, { reason: '', stampDisabledAt: true });
-}
+  /**
+   * J without hunt i minus J with it (≤ 0): its "marginal term". Leaves oldCount filled with
+   * how often the hunt covers each bucket, for `tryOffset`; call `endTrials` when done.
+   */
+  beginTrials(i: number): number {
+    const q = this.unit[i] ?? 0;
+    const touched: number[] = [];
+    this.visit(i, (this.hunts[i] as HuntLoad).offsetSeconds, (b) => {
+      if ((this.oldCount[b] = (this.oldCount[b] ?? 0) + 1) === 1) touched.push(b);
+    });
+    let removal = 0;
+    for (const b of touched) {
+      const p = this.pressure[b] ?? 0;
+      const without = p - q * (this.oldCount[b] ?? 0);
+      removal += without * without - p * p;
+    }
+    this.touched.splice(0, this.touched.length, ...touched);
+    return removal;
+  }
 
-/** Marks (1) or clears (0) an interval back-off, which materialise then keeps. */
-export function markBackoff(client: ClickHouseClient, database: string, settings: CoordinationSettings, huntId: string, on: 0 | 1) {
-  return writeState(client, database, settings, huntId, { tooAggressive: on });
-}
+  endTrials(): void {
+    for (const b of this.touched) this.oldCount[b] = 0;
+    this.touched.length = 0;
+  }
 
-export async function readDisabled(client: ClickHouseClient, database: string, settings: CoordinationSettings): Promise<DisabledHunt[]> {
-  const rs = await client.query({
-    query: `SELECT hunt_id, reason, toString(at) AS at FROM (
-        SELECT hunt_id, argMax(disabled_reason, updated) AS reason, argMax(disabled_at, updated) AS at
-        FROM ${qualifiedTable(database, TABLES.state)} GROUP BY hunt_id)
-      WHERE reason != '' ORDER BY hunt_id`,
-    format: 'JSONEachRow',
-    clickhouse_settings: settings.read,
-  });
-  return (await rs.json<{ hunt_id: string; reason: string; at: string }>()).map((r) => ({ huntId: r.hunt_id, reason: r.reason, disabledAt: r.at }));
-}
+  /**
+   * ΔJ of moving hunt i to `offset`, given its removal term from `beginTrials`; null when the
+   * move would raise some bucket's memory above the cap (buckets whose memory only falls or
+   * stays may already be over it: a fleet over the cap can only get better).
+   */
+  tryOffset(i: number, offset: number, removal: number): number | null {
+    const q = this.unit[i] ?? 0;
+    const m = (this.hunts[i] as HuntLoad).cost.memoryBytes;
+    const cap = this.settings.memoryCapBytes;
+    const landed: number[] = [];
+    this.visit(i, offset, (b) => {
+      if ((this.newCount[b] = (this.newCount[b] ?? 0) + 1) === 1) landed.push(b);
+    });
+    let delta = removal;
+    let feasible = true;
+    for (const b of landed) {
+      const now = this.newCount[b] ?? 0;
+      const before = this.oldCount[b] ?? 0;
+      if (now > before && m > 0 && (this.mem[b] ?? 0) + m * (now - before) > cap) feasible = false;
+      const without = (this.pressure[b] ?? 0) - q * before;
+      const withIt = without + q * now;
+      delta += withIt * withIt - without * without;
+      this.newCount[b] = 0;
+    }
+    return feasible ? delta : null;
+  }
 
-/**
- * Failures of one hunt with `errorCode` in the last `windowSeconds` (server
- * clock) and after its newest disabled_at (so failures before an `enable` do
- * not count again). Sharp edge: hunt_run is a ReplacingMergeTree keyed by
- * (hunt_id, fire), so a background merge may fold repeated failures of ONE fire
- * into one row; rows are counted without FINAL, so a merge can only delay a
- * disable, never cause one.
- */
-export async function countFailures(
-  client: ClickHouseClient,
-  database: string,
-  settings: CoordinationSettings,
-  huntId: string,
-  errorCode: number,
-  windowSeconds: number,
-): Promise<number> {
-  const run = qualifiedTable(database, TABLES.run);
-  const state = qualifiedTable(database, TABLES.state);
-  const rs = await client.query({
-    query: `SELECT count() AS n FROM ${run}
-      WHERE hunt_id = {hunt:String} AND status = 'failed' AND error_code = {code:Int32}
-        AND updated >= now64(3) - toIntervalSecond({window:Int64})
-        AND updated > (SELECT max(at) FROM (SELECT argMax(disabled_at, updated) AS at FROM ${state} WHERE hunt_id = {hunt:String}))`,
-    query_params: { hunt: huntId, code: errorCode, window: windowSeconds },
-    format: 'JSONEachRow',
-    clickhouse_settings: settings.read,
-  });
-  const [row] = await rs.json<{ n: number | string }>();
-  return Number(row?.n ?? 0);
+  /** Moves hunt i to `offset` and refreshes the touched buckets and J. */
+  move(i: number, offset: number): void {
+    const hunt = this.hunts[i] as HuntLoad;
+    const c = hunt.cost.cpuUs / (this.width[i] ?? 1);
+    const m = hunt.cost.memoryBytes;
+    const touched = new Set<number>();
+    this.visit(i, hunt.offsetSeconds, (b) => {
+      this.cpu[b] = (this.cpu[b] ?? 0) - c;
+      this.mem[b] = (this.mem[b] ?? 0) - m;
+      this.cover[b]?.delete(i);
+      touched.add(b);
+    });
+    this.visit(i, offset, (b) => {
+      this.cpu[b] = (this.cpu[b] ?? 0) + c;
+      this.mem[b] = (this.mem[b] ?? 0) + m;
+      this.cover[b]?.add(i);
+      touched.add(b);
+    });
+    for (const b of touched) this.pressure[b] = this.pressureAt(b);
+    this.hunts[i] = { ...hunt, offsetSeconds: offset };
+    this.objective = sumOfSquares(this.pressure);
+  }
 }
