@@ -5,9 +5,11 @@
  * and on which fires exist (φ + kT < H). So J is constant on runs of offsets between
  * "breakpoints": offsets where some fire crosses into the next bucket (φ ≡ −kT mod Δ) or where
  * a fire drops off the end of a capped hyperperiod (φ = H mod T). One offset per run is
- * enough; we take the one nearest the current offset, so a move is never longer than it must
- * be. For the usual periods (multiples of Δ) that is one candidate per bucket of drift,
- * ≈ 2·max_step/Δ in all (61 for T = 3600 s, max_step T/4, Δ 30 s), instead of 2·max_step.
+ * enough, and we take the run's START: there a fire begins at the start of its bucket, so the
+ * real run (up to d·Δ long) lies in the buckets the model gives it. (The run's other end would
+ * be a move of one second that only the model believes in.) For the usual periods (multiples
+ * of Δ) that is one candidate per bucket of drift, ≈ 2·max_step/Δ in all (about 60 for
+ * T = 3600 s, max_step T/4, Δ 30 s) instead of 2·max_step one-second steps.
  */
 
 /** Shortest distance from a to b going either way round a circle of length `period`. */
@@ -43,8 +45,8 @@ function bucketResidues(period: number, bucketSeconds: number, hyperperiod: numb
 }
 
 /**
- * Candidate offsets for a hunt at `offset`: one per run of equal J inside the window, the
- * nearest to `offset`, excluding the run that holds `offset` itself.
+ * Candidate offsets for a hunt at `offset`: the start of each run of equal J inside the
+ * window (cut to the window), except the run that holds `offset` itself.
  */
 export function candidateOffsets(
   offset: number,
@@ -69,16 +71,10 @@ export function candidateOffsets(
       const start = breaks[i] as number;
       if (i > 0 && start === breaks[i - 1]) continue;
       let end = b;
-      for (let j = i + 1; j < breaks.length; j++) {
-        if ((breaks[j] as number) > start) {
-          end = (breaks[j] as number) - 1;
-          break;
-        }
+      for (let j = i + 1; j < breaks.length && end === b; j++) {
+        if ((breaks[j] as number) > start) end = (breaks[j] as number) - 1;
       }
-      if (offset >= start && offset <= end) continue;
-      const nearStart = circularDistance(start, offset, period);
-      const nearEnd = circularDistance(end, offset, period);
-      out.push(nearEnd < nearStart ? end : start);
+      if (offset < start || offset > end) out.push(start);
     }
   }
   return out;

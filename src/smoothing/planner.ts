@@ -29,7 +29,8 @@ function bestMove(state: CurveState, i: number, removal: number, settings: Plann
     const deltaJ = state.tryOffset(i, offset, removal);
     if (deltaJ === null) continue;
     const distance = circularDistance(offset, hunt.offsetSeconds, hunt.periodSeconds);
-    if (best === null || deltaJ < best.deltaJ || (deltaJ === best.deltaJ && distance < best.distance)) {
+    // Equal J: the shorter move, then the lower offset.
+    if (best === null || deltaJ < best.deltaJ || (deltaJ === best.deltaJ && (distance < best.distance || (distance === best.distance && offset < best.offset)))) {
       best = { offset, deltaJ, distance };
     }
   }
