@@ -15,6 +15,7 @@ import { coordinationSettings, resolveTopology } from './schema.js';
 import type { SessionPool } from './sessions.js';
 import type { HuntSpec } from './spec.js';
 import { Escalation } from '../smoothing/escalation.js';
+import { SmoothingController, type CycleOutcome } from '../smoothing/controller.js';
 
 /** Every ClickHouse call of a runner listens on one signal; many run at once. */
 function abortController(): AbortController {
@@ -63,6 +64,8 @@ export class Runner {
   private needsMaterialise = true;
   private coord: Coordinator | undefined;
   private escalation: Escalation | undefined;
+  private controller: SmoothingController | undefined;
+  private lastPlan: Promise<CycleOutcome | undefined> = Promise.resolve(undefined);
   private gaugeRefreshedMs = Number.NEGATIVE_INFINITY;
   private readonly inFlight = new Map<string, InFlight>();
   private readonly abort = abortController();
@@ -117,6 +120,20 @@ export class Runner {
       metrics: this.deps.metrics.smoothing,
       log: this.deps.log,
     });
+    if (this.deps.settings.smoothing.enabled) {
+      this.controller = new SmoothingController({
+        client,
+        database: clickhouse.dataDatabase,
+        settings: this.coord.settings,
+        config: this.deps.settings.smoothing,
+        escalation: this.escalation,
+        metrics: this.deps.metrics.smoothing,
+        log: this.deps.log,
+        runnerId: this.deps.runnerId,
+        timing: this.claimTiming(),
+        configuredInterval: (huntId) => this.hunts.get(huntId)?.intervalSeconds,
+      });
+    }
     return this.coord;
   }
 
@@ -166,6 +183,8 @@ export class Runner {
       const plan = planTick(snapshot, this.hunts, new Set(this.inFlight.keys()), this.deps.settings.cap, this.deps.runnerId);
       this.start(coord, plan.start);
       this.refreshDisabledGauge();
+      // Off by default; in the background, so planning never delays a tick's runs.
+      if (this.controller) this.lastPlan = this.controller.maybePlan(coord, snapshot.serverNow);
       record = {
         runnerId: this.deps.runnerId,
         serverNow: snapshot.serverNow,
@@ -193,16 +212,26 @@ export class Runner {
     });
   }
 
-  private start(coord: Coordinator, batch: readonly PlannedRun[]): void {
-    if (batch.length === 0) return;
-    const { runnerId, sessions, clock, metrics, log, events, settings } = this.deps;
-    const timing = {
+  /** The smoothing cycle this runner started last (tests wait for it). */
+  lastPlanningCycle(): Promise<CycleOutcome | undefined> {
+    return this.lastPlan;
+  }
+
+  private claimTiming() {
+    const { sessions, clock, settings } = this.deps;
+    return {
       leaseSeconds: settings.leaseSeconds,
       settleMs: settings.settleMs,
       clock,
       sleep: this.deps.sleep,
       claimStart: <T>(fn: () => Promise<T>) => sessions.claimStart(fn),
     };
+  }
+
+  private start(coord: Coordinator, batch: readonly PlannedRun[]): void {
+    if (batch.length === 0) return;
+    const { runnerId, sessions, clock, metrics, log, events } = this.deps;
+    const timing = this.claimTiming();
     const onRunStart = (huntId: string) => {
       const entry = this.inFlight.get(huntId);
       if (entry) entry.running = true;

@@ -27,10 +27,21 @@ export async function probeCostSource(client: ClickHouseClient): Promise<CostSou
   }
 }
 
+/**
+ * Nearest-rank p95 in SQL, the same definition as the core's p95() (cost.ts): the
+ * ceil(0.95·n)-th smallest value (ClickHouse arrays are 1-based).
+ */
+function p95Sql(expr: string): string {
+  return `arrayElement(arraySort(groupArray(${expr})), toUInt64(ceil(0.95 * count())))`;
+}
+
+/** Missing CPU (0) is the run's duration × one core, per run, as cost.ts's runCpuUs. */
+const CPU_OR_DURATION = (cpu: string, durationMs: string) => `if(${cpu} > 0, ${cpu}, ${durationMs} * 1000)`;
+
 type Raw = { hunt_id: string; d: number | string; c: number | string; m: number | string; n: number | string };
 
 const QUERY_LOG_SQL = `
-SELECT id AS hunt_id, quantileExact(0.95)(dur) AS d, quantileExact(0.95)(cpu) AS c, quantileExact(0.95)(mem) AS m, count() AS n
+SELECT id AS hunt_id, ${p95Sql('dur')} AS d, ${p95Sql(CPU_OR_DURATION('cpu', 'dur'))} AS c, ${p95Sql('mem')} AS m, count() AS n
 FROM (
   SELECT JSONExtractString(log_comment, 'id') AS id, JSONExtractInt(log_comment, 'fire') AS fire,
     sum(query_duration_ms) AS dur,
@@ -47,9 +58,8 @@ GROUP BY id`;
 function huntRunSql(database: string): string {
   // duration_ms = 0: a row written before the cost columns existed (or a run-now request): no sample.
   return `
-SELECT hunt_id, quantileExact(0.95)(duration_ms) AS d,
-  if(countIf(cpu_us > 0) = 0, 0, quantileExactIf(0.95)(cpu_us, cpu_us > 0)) AS c,
-  quantileExact(0.95)(memory_bytes) AS m, count() AS n
+SELECT hunt_id, ${p95Sql('duration_ms')} AS d, ${p95Sql(CPU_OR_DURATION('cpu_us', 'duration_ms'))} AS c,
+  ${p95Sql('memory_bytes')} AS m, count() AS n
 FROM ${qualifiedTable(database, TABLES.run)}
 WHERE status IN ('${RUN_STATUS.succeeded}', '${RUN_STATUS.failed}') AND duration_ms > 0
   AND updated >= now64(3) - toIntervalSecond({window:Int64})
