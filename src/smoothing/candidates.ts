@@ -35,6 +35,7 @@ function windowRanges(offset: number, period: number, maxStep: number): Array<[n
 
 /** Residues r (mod Δ) at which some fire changes bucket: φ ≡ −kT (mod Δ). */
 function bucketResidues(period: number, bucketSeconds: number, hyperperiod: number): number[] {
+  if (period % bucketSeconds === 0) return [0]; // the usual case: every fire changes bucket together
   const fires = Math.max(1, Math.ceil(hyperperiod / period));
   const residues = new Set<number>();
   // kT mod Δ repeats with period Δ / gcd(T, Δ) ≤ Δ, so at most Δ distinct values.
@@ -66,7 +67,7 @@ export function candidateOffsets(
       }
     }
     if (dropOff > a && dropOff <= b) breaks.push(dropOff);
-    breaks.sort((x, y) => x - y);
+    if (residues.length > 1 || breaks[breaks.length - 1] === dropOff) breaks.sort((x, y) => x - y);
     for (let i = 0; i < breaks.length; i++) {
       const start = breaks[i] as number;
       if (i > 0 && start === breaks[i - 1]) continue;

@@ -15,20 +15,16 @@ const NOISE = 1e-12;
 
 interface Found { readonly hunt: number; readonly offset: number }
 
-function coolingDown(id: string, cycle: number, cooldown: CooldownState, cycles: number): boolean {
-  const last = cooldown.get(id);
-  return last !== undefined && cycle - last <= cycles;
-}
-
 /** The best feasible offset for hunt i if it beats the threshold, else null. */
 function bestMove(state: CurveState, i: number, removal: number, settings: PlannerSettings, threshold: number): number | null {
   const hunt = state.hunts[i] as HuntLoad;
-  const step = maxStepSeconds(hunt.periodSeconds, settings.maxStepFraction);
+  const period = hunt.periodSeconds;
+  const step = maxStepSeconds(period, settings.maxStepFraction);
   let best: { offset: number; deltaJ: number; distance: number } | null = null;
-  for (const offset of candidateOffsets(hunt.offsetSeconds, hunt.periodSeconds, step, state.g.bucketSeconds, state.g.hyperperiodSeconds)) {
+  for (const offset of candidateOffsets(hunt.offsetSeconds, period, step, state.g.bucketSeconds, state.g.hyperperiodSeconds)) {
     const deltaJ = state.tryOffset(i, offset, removal);
-    if (deltaJ === null) continue;
-    const distance = circularDistance(offset, hunt.offsetSeconds, hunt.periodSeconds);
+    if (deltaJ === null || (best !== null && deltaJ > best.deltaJ)) continue;
+    const distance = circularDistance(offset, hunt.offsetSeconds, period);
     // Equal J: the shorter move, then the lower offset.
     if (best === null || deltaJ < best.deltaJ || (deltaJ === best.deltaJ && (distance < best.distance || (distance === best.distance && offset < best.offset)))) {
       best = { offset, deltaJ, distance };
@@ -38,12 +34,12 @@ function bestMove(state: CurveState, i: number, removal: number, settings: Plann
 }
 
 /** Tries the hunts of bucket b, largest marginal term first; marks them tried. */
-function searchBucket(state: CurveState, b: number, settings: PlannerSettings, eligible: (i: number) => boolean, tried: Uint8Array, threshold: number): Found | null {
+function searchBucket(state: CurveState, b: number, settings: PlannerSettings, eligible: Uint8Array, tried: Uint8Array, threshold: number): Found | null {
   const ranked: Array<{ hunt: number; removal: number }> = [];
   for (const i of state.cover[b] ?? []) {
     if (tried[i] === 1) continue;
     tried[i] = 1;
-    if (!eligible(i)) continue;
+    if (eligible[i] !== 1) continue;
     const removal = state.beginTrials(i);
     state.endTrials();
     ranked.push({ hunt: i, removal });
@@ -61,10 +57,7 @@ function searchBucket(state: CurveState, b: number, settings: PlannerSettings, e
 /** One cycle on a live state; returns the move made, if any. */
 function cycleOn(state: CurveState, settings: PlannerSettings, cycle: number, cooldown: CooldownState): PhaseMove | null {
   const threshold = Math.max(settings.hysteresis, NOISE) * state.objective;
-  const eligible = (i: number): boolean => {
-    const hunt = state.hunts[i] as HuntLoad;
-    return hunt.movable && !coolingDown(hunt.huntId, cycle, cooldown, settings.cooldownCycles);
-  };
+  const eligible = state.eligible(cycle, cooldown);
   const tried = new Uint8Array(state.hunts.length);
   const pressure = state.pressure;
   // The peak first (the common case: it has a move), then the rest by falling pressure.

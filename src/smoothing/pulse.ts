@@ -87,8 +87,9 @@ export function assertCurveInput(hunts: readonly HuntLoad[], settings: CurveSett
     if (!Number.isSafeInteger(hunt.offsetSeconds) || hunt.offsetSeconds < 0 || hunt.offsetSeconds >= hunt.periodSeconds) {
       throw invalid('phase_offset', hunt.offsetSeconds, `must be a whole number in [0, ${hunt.periodSeconds})`, id);
     }
-    for (const key of ['durationMs', 'cpuUs', 'memoryBytes'] as const) {
-      if (!nonNegativeFinite(hunt.cost[key])) throw invalid(`cost.${key}`, hunt.cost[key], 'must be a finite number ≥ 0', id);
-    }
+    const { durationMs, cpuUs, memoryBytes } = hunt.cost;
+    if (!nonNegativeFinite(durationMs)) throw invalid('cost.durationMs', durationMs, 'must be a finite number ≥ 0', id);
+    if (!nonNegativeFinite(cpuUs)) throw invalid('cost.cpuUs', cpuUs, 'must be a finite number ≥ 0', id);
+    if (!nonNegativeFinite(memoryBytes)) throw invalid('cost.memoryBytes', memoryBytes, 'must be a finite number ≥ 0', id);
   }
 }

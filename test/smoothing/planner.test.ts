@@ -144,6 +144,19 @@ describe('candidate offsets', () => {
     expect(got.length).toBe(1 + (2220 - 450) / 30 + 1 - 1);
   });
 
+  it('a capped hyperperiod: the offset where a fire drops off the end is a candidate', () => {
+    // H = 604 800 (lcm(604 800, 11) is larger). T 11 has 54 982 fires from φ 0..9 and 54 981
+    // from φ 10 (604 800 mod 11 = 10), so φ 10 is a breakpoint of its own.
+    expect(candidateOffsets(0, 11, 5, 30, 604_800)).toContain(10);
+    const settings = { ...defaults, memoryCapBytes: 1e9 };
+    const week: HuntLoad = { huntId: 'week', periodSeconds: 604_800, offsetSeconds: 0, movable: false, cost: { durationMs: 0, cpuUs: 1e9, memoryBytes: 0 } };
+    const odd: HuntLoad = { huntId: 'odd', periodSeconds: 11, offsetSeconds: 3, movable: true, cost: { durationMs: 0, cpuUs: 1e6, memoryBytes: 0 } };
+    const jAt = (o: number): number => buildCurve([week, { ...odd, offsetSeconds: o }], settings).objective;
+    const everySecond = Math.min(...Array.from({ length: 11 }, (_, o) => jAt(o)));
+    const candidates = candidateOffsets(3, 11, 5, 30, 604_800);
+    expect(Math.min(jAt(3), ...candidates.map(jAt))).toBeCloseTo(everySecond, 9);
+  });
+
   it('reach the same best J as trying every second in the window', () => {
     fc.assert(
       fc.property(fleetArb, settingsArb, (fleet, settings) => {
