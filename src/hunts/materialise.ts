@@ -63,6 +63,8 @@ export interface MaterialisePlan {
   readonly added: number;
   readonly changed: number;
   readonly tombstoned: number;
+  /** Learned offsets that came back pinned at the same offset (an exported, committed promotion). */
+  readonly promoted: readonly string[];
 }
 
 export function planMaterialise(
@@ -76,12 +78,16 @@ export function planMaterialise(
   let added = 0;
   let changed = 0;
   let tombstoned = 0;
+  const promoted: string[] = [];
   for (const hunt of hunts) {
     const now = existing.get(hunt.huntId);
     const row = wantedRow(hunt, now, backedOff);
     if (!now || now.enabled !== 1) added += 1;
     else if (!sameRow(now, row)) changed += 1;
     else continue;
+    if (now?.enabled === 1 && now.offset_source === 'learned' && row.offset_source === 'pinned' && now.phase_offset === row.phase_offset) {
+      promoted.push(hunt.huntId);
+    }
     writes.push(row);
   }
   for (const row of current) {
@@ -90,7 +96,7 @@ export function planMaterialise(
       tombstoned += 1;
     }
   }
-  return { writes, live: hunts.length, added, changed, tombstoned };
+  return { writes, live: hunts.length, added, changed, tombstoned, promoted };
 }
 
 export function materialiseSummary(plan: MaterialisePlan, database: string): string {

@@ -142,6 +142,7 @@ export class Runner {
     const hunts = [...this.hunts.values()];
     const plan = await materialise(this.deps.client, coord.database, hunts, coord.settings);
     this.needsMaterialise = false;
+    for (const huntId of plan.promoted) this.deps.metrics.smoothing.promotions.inc({ hunt_id: huntId });
     this.deps.log.info({ added: plan.added, changed: plan.changed, tombstoned: plan.tombstoned }, materialiseSummary(plan, coord.database));
   }
 

@@ -106,6 +106,9 @@ describe('planMaterialise', () => {
     const plan = planMaterialise([row('a', 900, 7, 1, 'learned')], [pinned]);
     expect(plan.writes).toEqual([row('a', 900, 412, 1, 'pinned')]);
     expect(plan.changed).toBe(1);
+    expect(plan.promoted).toEqual([]);
+    // A settled learned offset exported into the file comes back pinned at the same offset: a promotion.
+    expect(planMaterialise([row('a', 900, 412, 1, 'learned')], [pinned]).promoted).toEqual(['a']);
     expect(planMaterialise([row('a', 900, 412, 1, 'pinned')], [pinned]).writes).toEqual([]);
     const unpinned = spec('a', 900);
     expect(planMaterialise([row('a', 900, 412, 1, 'pinned')], [unpinned]).writes).toEqual([row('a', 900, unpinned.phaseOffset)]);
