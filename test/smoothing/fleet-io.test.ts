@@ -1,0 +1,106 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exportCommand, statusCommand } from '../../src/cli/smoothing.js';
+import { loadHuntsDir } from '../../src/hunts/loader.js';
+import { materialise } from '../../src/hunts/materialise.js';
+import { applySchema, coordinationSettings } from '../../src/hunts/schema.js';
+import { costFromRuns } from '../../src/smoothing/cost.js';
+import { probeCostSource, readCosts } from '../../src/smoothing/cost-source.js';
+import { readScheduleEntries, writeScheduleMove } from '../../src/smoothing/fleet.js';
+import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
+import { runnerConfig, tempHuntsDir } from '../runner/fixtures.js';
+
+/** The smoothing I/O on the real engine: the cost model's SQL, export into hunt files, promotion. */
+const SETTINGS = coordinationSettings({ kind: 'single' });
+let db: TestDatabase;
+const hunts = tempHuntsDir();
+
+beforeAll(async () => {
+  db = await openTestDatabase('fleetio');
+  await applySchema(db.handle.client, db.database, { kind: 'single' });
+});
+afterAll(async () => {
+  hunts.remove();
+  await db?.close();
+});
+
+describe('the cost model', () => {
+  it('uses hunt_run on the embedded engine (no query_log), with the same p95 as the core', async () => {
+    expect(await probeCostSource(db.handle.client)).toBe('hunt_run');
+    const samples = Array.from({ length: 23 }, (_, i) => ({
+      durationMs: 10 + ((i * 37) % 101),
+      cpuUs: i % 3 === 0 ? 0 : 5_000 + ((i * 13) % 50) * 1000,
+      memoryBytes: 1_000_000 + ((i * 7) % 23) * 100_000,
+    }));
+    await db.handle.client.insert({
+      table: `\`${db.database}\`.hunt_run`,
+      values: [
+        ...samples.map((s, i) => ({
+          hunt_id: 'costly',
+          fire: 1_000 + i,
+          status: i % 5 === 0 ? 'failed' : 'succeeded',
+          rows_written: 0,
+          duration_ms: s.durationMs,
+          cpu_us: s.cpuUs,
+          memory_bytes: s.memoryBytes,
+          error_code: 0,
+        })),
+        // A run-now request and a row from before the cost columns: no samples.
+        { hunt_id: 'costly', fire: 5_000, status: 'requested', rows_written: 0, duration_ms: 0, cpu_us: 0, memory_bytes: 0, error_code: 0 },
+        { hunt_id: 'costly', fire: 5_001, status: 'succeeded', rows_written: 0, duration_ms: 0, cpu_us: 0, memory_bytes: 0, error_code: 0 },
+      ],
+      format: 'JSONEachRow',
+    });
+    const measured = await readCosts(db.handle.client, db.database, SETTINGS, 'hunt_run', 86_400);
+    expect(measured.costs.get('costly')).toEqual(costFromRuns(samples));
+    expect(measured.runs.get('costly')).toBe(samples.length);
+  });
+});
+
+describe('smoothing export', () => {
+  it('writes settled learned offsets into the files, keeping comments and key order; materialise then promotes them', async () => {
+    const text = [
+      '# Brute force over SSH: tuned by the SOC, keep this comment',
+      'description: ssh',
+      'schedule: {mode: rate, interval: 15m} # every quarter hour',
+      'queries:',
+      '  - SELECT 1 # the query',
+      'settings: {max_threads: 2}',
+      '',
+    ].join('\n');
+    hunts.write('ssh', text);
+    hunts.write('fresh', 'schedule: {mode: rate, interval: 5m}\nqueries: [SELECT 2]\n');
+    await materialise(db.handle.client, db.database, loadHuntsDir(hunts.dir, 0.8).hunts, SETTINGS);
+    await writeScheduleMove(db.handle.client, db.database, SETTINGS, { huntId: 'ssh', intervalSeconds: 900, phaseOffset: 412 });
+    await new Promise((r) => setTimeout(r, 2_200)); // settled: ≥ 1 s by the server clock, read in whole seconds
+
+    const config = runnerConfig(db, hunts.dir, { DFE_HUNT_SMOOTHING_SETTLING_SECONDS: '1' });
+    const out: string[] = [];
+    const ctx = { config, handle: db.handle, settings: SETTINGS, json: false, cycles: 1, huntsDir: hunts.dir, out: (t: string) => void out.push(t) };
+    await exportCommand(ctx);
+    expect(out.join('')).toContain('exported 1 settled offset(s) of 1 settled hunt(s)');
+    const written = readFileSync(join(hunts.dir, 'ssh.yaml'), 'utf8');
+    expect(written).toContain('# Brute force over SSH: tuned by the SOC, keep this comment');
+    expect(written).toContain('# every quarter hour');
+    expect(written).toContain('# the query');
+    expect(written).toMatch(/schedule: \{ mode: rate, interval: 15m, phase_offset: 412 \}/);
+    const keys = written.split('\n').filter((l) => /^[a-z_]+:/.test(l)).map((l) => l.split(':')[0]);
+    expect(keys).toEqual(['description', 'schedule', 'queries', 'settings']);
+    expect(readFileSync(join(hunts.dir, 'fresh.yaml'), 'utf8')).not.toContain('phase_offset');
+
+    // A second export writes nothing; materialise turns the learned offset into a pinned one (a promotion).
+    out.length = 0;
+    await exportCommand(ctx);
+    expect(out.join('')).toContain('exported 0 settled offset(s)');
+    const plan = await materialise(db.handle.client, db.database, loadHuntsDir(hunts.dir, 0.8).hunts, SETTINGS);
+    expect(plan.promoted).toEqual(['ssh']);
+    const entry = (await readScheduleEntries(db.handle.client, db.database, SETTINGS)).find((e) => e.huntId === 'ssh');
+    expect(entry).toMatchObject({ phaseOffset: 412, offsetSource: 'pinned' });
+
+    out.length = 0;
+    await statusCommand({ ...ctx, json: true });
+    const status = JSON.parse(out.join('')) as { hunts: Array<{ hunt_id: string; offset_source: string }> };
+    expect(status.hunts.find((h) => h.hunt_id === 'ssh')?.offset_source).toBe('pinned');
+  });
+});
