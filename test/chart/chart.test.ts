@@ -15,6 +15,13 @@ const CH = { clickhouse: { url: 'https://clickhouse.example:8443', existingSecre
 /** The values matrix; each case is linted, rendered and validated. */
 const MATRIX: Record<string, object> = {
   defaults: {},
+  'smoothing on, ceilings': {
+    ...CH,
+    huntRunner: {
+      smoothing: { enabled: true, cycleSeconds: 120, memoryCapBytes: 68719476736, cpuCores: 16, weights: '0.7,0.3' },
+      autoDisable: { memCrashloop: 'off', maxP95DurationMs: 600000 },
+    },
+  },
   'autoscaling on, min 0, fallback': {
     ...CH,
     huntRunner: { autoscaling: { enabled: true, minReplicaCount: 0, maxReplicaCount: 7, targetBacklog: 4, cooldownPeriod: 120, pollingInterval: 15, fallback: { enabled: true } } },
@@ -154,6 +161,23 @@ describe.skipIf(skip)('helm chart', () => {
     expect(hr.ports).toEqual([{ name: 'metrics', containerPort: 9464, protocol: 'TCP' }]);
     expect(hr.livenessProbe.httpGet).toEqual({ path: '/livez', port: 'metrics' });
     expect(hr.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
+  });
+
+  it('smoothing: off by default with auto-disable on; the values reach the runner env, null capacities left to the server', () => {
+    const defaults = envOf(container(one(render('defaults').manifests, 'Deployment', '-hunt-runner'), 'hunt-runner'));
+    expect(defaults).toMatchObject({ DFE_HUNT_SMOOTHING_ENABLED: 'false', DFE_HUNT_AUTODISABLE_MEM_CRASHLOOP: '3/3600', DFE_HUNT_SMOOTHING_WEIGHTS: '0.5,0.5' });
+    expect(defaults.DFE_HUNT_SMOOTHING_MEMORY_CAP_BYTES).toBeUndefined();
+    expect(defaults.DFE_HUNT_AUTODISABLE_MAX_P95_DURATION_MS).toBeUndefined();
+    const on = envOf(container(one(render('smoothing on, ceilings').manifests, 'Deployment', '-hunt-runner'), 'hunt-runner'));
+    expect(on).toMatchObject({
+      DFE_HUNT_SMOOTHING_ENABLED: 'true',
+      DFE_HUNT_SMOOTHING_CYCLE_SECONDS: '120',
+      DFE_HUNT_SMOOTHING_MEMORY_CAP_BYTES: '68719476736',
+      DFE_HUNT_SMOOTHING_CPU_CORES: '16',
+      DFE_HUNT_SMOOTHING_WEIGHTS: '0.7,0.3',
+      DFE_HUNT_AUTODISABLE_MEM_CRASHLOOP: 'off',
+      DFE_HUNT_AUTODISABLE_MAX_P95_DURATION_MS: '600000',
+    });
   });
 
   it('shim PDB: minAvailable 1 of 2 pods by default; none for a single pod, whose PDB would block every node drain', () => {
