@@ -65,7 +65,8 @@ async function load(ctx: SmoothingCliContext): Promise<{ view: FleetView; capaci
 
 function simulate(ctx: SmoothingCliContext, view: FleetView, settings: PlannerSettings): PlanResult {
   const cycleSeconds = ctx.config.runner.smoothing.cycleSeconds;
-  const start = cycleAt(view.serverNowSeconds, cycleSeconds);
+  // The simulated cycles are the slots after this one; cool-downs from moved_at apply to them as they would.
+  const start = cycleAt(view.serverNowSeconds, cycleSeconds) + 1;
   return planCycles(huntLoads(view), settings, ctx.cycles, cooldownFromSchedule(view.schedule, cycleSeconds), start);
 }
 

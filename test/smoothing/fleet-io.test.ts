@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exportCommand, statusCommand } from '../../src/cli/smoothing.js';
+import { applyCommand, exportCommand, planCommand, statusCommand } from '../../src/cli/smoothing.js';
 import { loadHuntsDir } from '../../src/hunts/loader.js';
 import { materialise } from '../../src/hunts/materialise.js';
 import { applySchema, coordinationSettings } from '../../src/hunts/schema.js';
@@ -102,5 +102,44 @@ describe('smoothing export', () => {
     await statusCommand({ ...ctx, json: true });
     const status = JSON.parse(out.join('')) as { hunts: Array<{ hunt_id: string; offset_source: string }> };
     expect(status.hunts.find((h) => h.hunt_id === 'ssh')?.offset_source).toBe('pinned');
+  });
+});
+
+describe('smoothing plan and apply', () => {
+  it('plan writes nothing; apply writes the planned final offsets as learned rows', async () => {
+    const dir = tempHuntsDir();
+    const ids = ['p1', 'p2', 'p3', 'p4'];
+    for (const id of ids) dir.write(id, 'schedule: {mode: rate, interval: 300}\nqueries: [SELECT 1]\n');
+    const database = db.database;
+    const client = db.handle.client;
+    for (const table of ['hunt_schedule', 'hunt_run', 'hunt_state']) await client.command({ query: `TRUNCATE TABLE \`${database}\`.${table}` });
+    await materialise(client, database, loadHuntsDir(dir.dir, 0.8).hunts, SETTINGS);
+    // Everyone on the same phase, each run 20 s of one core.
+    for (const id of ids) await writeScheduleMove(client, database, SETTINGS, { huntId: id, intervalSeconds: 300, phaseOffset: 0 });
+    await client.insert({
+      table: `\`${database}\`.hunt_run`,
+      values: ids.flatMap((id) => [1, 2, 3].map((k) => ({ hunt_id: id, fire: k, status: 'succeeded', rows_written: 0, duration_ms: 20_000, cpu_us: 0, memory_bytes: 0, error_code: 0 }))),
+      format: 'JSONEachRow',
+    });
+    const config = runnerConfig(db, dir.dir, { DFE_HUNT_SMOOTHING_COOLDOWN_CYCLES: '0', DFE_HUNT_SMOOTHING_CPU_CORES: '1', DFE_HUNT_SMOOTHING_MEMORY_CAP_BYTES: '1000000000' });
+    const out: string[] = [];
+    const ctx = { config, handle: db.handle, settings: SETTINGS, json: true, cycles: 20, huntsDir: dir.dir, out: (t: string) => void out.push(t) };
+    const before = await readScheduleEntries(client, database, SETTINGS);
+    const plan = await planCommand(ctx);
+    expect(plan.moves.length, JSON.stringify({ j: plan.before.objective, hunts: plan.hunts })).toBeGreaterThan(0);
+    expect(plan.after.flatness).toBeLessThan(plan.before.flatness);
+    expect(await readScheduleEntries(client, database, SETTINGS)).toEqual(before);
+
+    out.length = 0;
+    await applyCommand({ ...ctx, json: false });
+    expect(out.join('')).toMatch(/applied \d+ learned offset\(s\)/);
+    const after = await readScheduleEntries(client, database, SETTINGS);
+    const finalOffsets = new Map(plan.hunts.map((h) => [h.huntId, h.offsetSeconds]));
+    for (const e of after) expect(e.phaseOffset, e.huntId).toBe(finalOffsets.get(e.huntId));
+    expect(after.filter((e) => e.phaseOffset !== 0).every((e) => e.offsetSource === 'learned')).toBe(true);
+    // Learned offsets survive a re-materialise, which writes nothing.
+    const again = await materialise(client, database, loadHuntsDir(dir.dir, 0.8).hunts, SETTINGS);
+    expect(again.writes).toEqual([]);
+    dir.remove();
   });
 });
