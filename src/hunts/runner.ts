@@ -119,6 +119,7 @@ export class Runner {
       config: this.deps.settings.autoDisable,
       metrics: this.deps.metrics.smoothing,
       log: this.deps.log,
+      costWindowSeconds: this.deps.settings.smoothing.costWindowSeconds,
     });
     if (this.deps.settings.smoothing.enabled) {
       this.controller = new SmoothingController({

@@ -55,14 +55,14 @@ FROM (
 )
 GROUP BY id`;
 
-function huntRunSql(database: string): string {
+function huntRunSql(database: string, oneHunt: boolean): string {
   // duration_ms = 0: a row written before the cost columns existed (or a run-now request): no sample.
   return `
 SELECT hunt_id, ${p95Sql('duration_ms')} AS d, ${p95Sql(CPU_OR_DURATION('cpu_us', 'duration_ms'))} AS c,
   ${p95Sql('memory_bytes')} AS m, count() AS n
 FROM ${qualifiedTable(database, TABLES.run)}
 WHERE status IN ('${RUN_STATUS.succeeded}', '${RUN_STATUS.failed}') AND duration_ms > 0
-  AND updated >= now64(3) - toIntervalSecond({window:Int64})
+  AND updated >= now64(3) - toIntervalSecond({window:Int64})${oneHunt ? ' AND hunt_id = {hunt:String}' : ''}
 GROUP BY hunt_id`;
 }
 
@@ -80,10 +80,13 @@ export async function readCosts(
   settings: CoordinationSettings,
   source: CostSource,
   windowSeconds: number,
+  huntId?: string,
 ): Promise<MeasuredCosts> {
+  // One hunt (the escalation check after a run) reads hunt_run, which the runner just wrote.
+  const query = huntId !== undefined ? huntRunSql(database, true) : source === 'query_log' ? QUERY_LOG_SQL : huntRunSql(database, false);
   const rs = await client.query({
-    query: source === 'query_log' ? QUERY_LOG_SQL : huntRunSql(database),
-    query_params: { window: windowSeconds },
+    query,
+    query_params: huntId !== undefined ? { window: windowSeconds, hunt: huntId } : { window: windowSeconds },
     format: 'JSONEachRow',
     clickhouse_settings: settings.read,
   });

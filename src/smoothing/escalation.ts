@@ -5,6 +5,7 @@ import type { CoordinationSettings } from '../hunts/schema.js';
 import type { Logger } from '../log.js';
 import type { CeilingResource, SmoothingMetrics } from '../hunts/metrics.js';
 import type { HuntCost } from './model.js';
+import { readCosts } from './cost-source.js';
 import { countFailures, disableHunt, readDisabled, type DisableReason } from './hunt-state.js';
 
 /**
@@ -26,6 +27,8 @@ export interface EscalationDeps {
   readonly config: AutoDisableConfig;
   readonly metrics: SmoothingMetrics;
   readonly log: Logger;
+  /** Window of the p95s the ceilings are checked against (the cost window). */
+  readonly costWindowSeconds: number;
 }
 
 /** The ceilings a cost crosses, in a fixed order (pure). */
@@ -53,8 +56,26 @@ export class Escalation {
     log.warn({ hunt: huntId, reason, ...detail }, `hunt ${huntId} auto-disabled (${reason}); lift with: dfe-hunt-runner enable ${huntId}`);
   }
 
-  /** After a finished run (never throws: a failed check is logged and retried at the next failure). */
+  private get hasCeilings(): boolean {
+    const c = this.deps.config;
+    return c.maxP95MemoryBytes !== undefined || c.maxP95CpuUs !== undefined || c.maxP95DurationMs !== undefined;
+  }
+
+  /**
+   * After a finished run (never throws: a failed check is logged and tried again
+   * after the next run). Ceilings, when set, are checked here too, so they work
+   * with smoothing off: the hunt's p95s from hunt_run over the cost window.
+   */
   async afterRun(huntId: string, errorCode: number): Promise<void> {
+    if (this.hasCeilings) {
+      try {
+        const { client, database, settings, costWindowSeconds } = this.deps;
+        const measured = await readCosts(client, database, settings, 'hunt_run', costWindowSeconds, huntId);
+        if ((await this.checkCeilings(measured.costs, new Set())).length > 0) return;
+      } catch (err) {
+        this.deps.log.warn({ hunt: huntId, err: describeError(err) }, 'could not check the cost ceilings');
+      }
+    }
     if (errorCode !== MEMORY_LIMIT_EXCEEDED) return;
     const { client, database, settings, config, metrics, log } = this.deps;
     metrics.memLimit.inc({ hunt_id: huntId });

@@ -113,4 +113,25 @@ describe('auto-disable on a memory-limit crash-loop', () => {
     expect((await runRows('greedy-off')).length).toBe(3);
     expect((await readDisabled(db.handle.client, db.database, SETTINGS)).map((d) => d.huntId)).not.toContain('greedy-off');
   }, 120_000);
+
+  it('an opt-in ceiling disables a hunt whose p95 crosses it, with its own reason (smoothing off)', async () => {
+    const hunts = tempHuntsDir();
+    cleanups.push(hunts.remove);
+    hunts.write('slowpoke', outputHunt(db.database, 'slowpoke', 1, { sleepSeconds: 0.5 }));
+    const config = runnerConfig(db, hunts.dir, { DFE_HUNT_AUTODISABLE_MAX_P95_DURATION_MS: '100' });
+    const { log, lines } = capturingLogger('warn');
+    const runner = await startRunner({ handle: db.handle, config, runnerId: 'r3', loop: false, log });
+    cleanups.push(() => runner.stop());
+    await runner.tick();
+    await runner.idle();
+    expect((await readDisabled(db.handle.client, db.database, SETTINGS)).find((d) => d.huntId === 'slowpoke')).toMatchObject({ reason: 'ceiling_duration' });
+    expect(lines.find((l) => l.hunt === 'slowpoke')).toMatchObject({ reason: 'ceiling_duration', resource: 'duration' });
+    expect(await metricValue(runner, 'dfe_hunt_threshold_breach_total')).toContain('{hunt_id="slowpoke",resource="duration"} 1');
+    await new Promise((r) => setTimeout(r, 1_000));
+    await runner.tick();
+    await runner.idle();
+    expect((await outputRows(db)).filter((r) => r.hunt_id === 'slowpoke')).toHaveLength(1);
+    await enableHunt(db.handle.client, db.database, SETTINGS, 'slowpoke');
+    expect((await readDisabled(db.handle.client, db.database, SETTINGS)).map((d) => d.huntId)).not.toContain('slowpoke');
+  }, 60_000);
 });
