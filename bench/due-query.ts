@@ -13,7 +13,8 @@ import { goal, int, median, ms, type BenchLine } from './report.js';
  * both forms really have to collapse versions.
  */
 export const DUE_SIZES = [1_000, 10_000, 100_000, 1_000_000] as const;
-const RUNS = 5;
+/** Timed runs per form: more where a run is short, so a burst of load moves the median less. */
+const runsFor = (hunts: number): number => (hunts <= 10_000 ? 15 : hunts <= 100_000 ? 7 : 5);
 /** Issue 13: the product's due query costs at most this much more than the FINAL form. */
 const MAX_RATIO = 1.1;
 /** The runner polls every 15 s by default; the due query is one part of a tick. */
@@ -64,15 +65,15 @@ async function timeCount(client: ClickHouseClient, query: string): Promise<{ ms:
 }
 
 /**
- * Medians of RUNS timings of each query, interleaved (a, b, a, b, …) after one
+ * Medians of `runs` timings of each query, interleaved (a, b, a, b, …) after one
  * warm-up each, so a burst of load on a shared machine hits both alike.
  */
-async function measurePair(client: ClickHouseClient, a: string, b: string): Promise<[{ ms: number; count: number }, { ms: number; count: number }]> {
+async function measurePair(client: ClickHouseClient, a: string, b: string, runs: number): Promise<[{ ms: number; count: number }, { ms: number; count: number }]> {
   const firstA = await timeCount(client, a);
   const firstB = await timeCount(client, b);
   const timesA: number[] = [];
   const timesB: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
+  for (let i = 0; i < runs; i++) {
     timesA.push((await timeCount(client, a)).ms);
     timesB.push((await timeCount(client, b)).ms);
   }
@@ -87,12 +88,13 @@ export async function benchDueQuery(client: ClickHouseClient, sizes: readonly nu
   for (const hunts of sizes) {
     const database = `bench_due_${hunts}`;
     await seedDue(client, database, hunts);
-    const [due, final] = await measurePair(client, dueCountSql(database), dueCountFinalSql(database));
+    const runs = runsFor(hunts);
+    const [due, final] = await measurePair(client, dueCountSql(database), dueCountFinalSql(database), runs);
     const agree = due.count === final.count;
     const ratio = due.ms / final.ms;
     lines.push({
       kind: 'figure',
-      name: `due query, ${int(hunts)} hunts (median of ${RUNS})`,
+      name: `due query, ${int(hunts)} hunts (median of ${runs})`,
       measured: `${ms(due.ms)} (${int(due.count)} due), ${ratio.toFixed(2)}× FINAL`,
       baseline: `FINAL form ${ms(final.ms)} (${int(final.count)} due${agree ? '' : ' — COUNTS DIFFER'})`,
       goal: `≤ ${MAX_RATIO}× the FINAL form, same count, < ${int(GOAL_MS(hunts))} ms`,
@@ -102,7 +104,7 @@ export async function benchDueQuery(client: ClickHouseClient, sizes: readonly nu
       // The run-now part with no requests at all: the same query after the
       // requested rows are gone, against the run with 0.1 % requested.
       await client.command({ query: `TRUNCATE TABLE ${qualifiedTable(database, TABLES.run)}` });
-      const [none] = await measurePair(client, dueCountSql(database), dueCountFinalSql(database));
+      const [none] = await measurePair(client, dueCountSql(database), dueCountFinalSql(database), runs);
       lines.push({
         kind: 'figure',
         name: `due query, ${int(hunts)} hunts, no run-now requests`,

@@ -154,6 +154,10 @@ export type ResolvedTopology =
   | { readonly kind: 'replicated-database' }
   | { readonly kind: 'cluster'; readonly cluster: string };
 
+/** Replication path and replica name of the coordination tables on a macro-configured cluster. */
+export const CLUSTER_ZK_PATH = '/clickhouse/tables/dfe_coordination/{database}/{table}';
+export const CLUSTER_REPLICA_NAME = '{shard}-{replica}';
+
 function engine(def: TableDef, topology: ResolvedTopology): string {
   switch (topology.kind) {
     case 'single':
@@ -162,7 +166,11 @@ function engine(def: TableDef, topology: ResolvedTopology): string {
       // A Replicated database supplies the ZooKeeper path and replica name itself.
       return `ReplicatedReplacingMergeTree(${def.version})`;
     case 'cluster':
-      return `ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', ${def.version})`;
+      // ONE replication group across the whole cluster (docs/tables.md "Topology"):
+      // no {shard} in the path, so every replica of every shard holds the same
+      // coordination rows; the replica name must then be unique cluster-wide,
+      // which {replica} alone need not be (r1 on every shard), so it is {shard}-{replica}.
+      return `ReplicatedReplacingMergeTree('${CLUSTER_ZK_PATH}', '${CLUSTER_REPLICA_NAME}', ${def.version})`;
   }
 }
 

@@ -222,3 +222,49 @@ describe('hunt_state writes keep an auto-disable', () => {
     }
   });
 });
+
+describe('topology: one logical set of coordination tables', () => {
+  it('on a cluster, every table is one replication group: no {shard} in the path, a cluster-wide unique replica name', () => {
+    const ddl = schemaDdl('dfe', { kind: 'cluster', cluster: 'prod' });
+    const creates = ddl.filter((q) => q.startsWith('CREATE TABLE'));
+    expect(creates).toHaveLength(TABLE_DEFS.length);
+    for (const def of TABLE_DEFS) {
+      const create = creates.find((q) => q.startsWith(`CREATE TABLE IF NOT EXISTS \`dfe\`.\`${def.name}\` ON CLUSTER 'prod' (`));
+      const engine = /ENGINE = (\w+)\('([^']*)', '([^']*)', (\w+)\)/.exec(create ?? '');
+      expect(engine?.slice(1), def.name).toEqual([
+        'ReplicatedReplacingMergeTree',
+        '/clickhouse/tables/dfe_coordination/{database}/{table}',
+        '{shard}-{replica}',
+        def.version,
+      ]);
+      // The path is the same on every shard: nothing in it varies per shard.
+      expect(engine?.[2]).not.toMatch(/\{shard\}|\{replica\}/);
+    }
+    // Every DDL statement runs ON CLUSTER, so each node creates and alters its replica.
+    expect(ddl.every((q) => q.includes(" ON CLUSTER 'prod'"))).toBe(true);
+  });
+
+  it('macros expand to one path for all shards and distinct replica names', () => {
+    // Expand the macros the way the server does for a 2-shard x 2-replica cluster whose
+    // replica macro repeats across shards (r1, r2 on each shard).
+    const nodes = [
+      { shard: '01', replica: 'r1' },
+      { shard: '01', replica: 'r2' },
+      { shard: '02', replica: 'r1' },
+      { shard: '02', replica: 'r2' },
+    ];
+    const expand = (text: string, m: Record<string, string>) => text.replace(/\{(\w+)\}/g, (_, k: string) => m[k] ?? `{${k}}`);
+    const create = schemaDdl('dfe', { kind: 'cluster', cluster: 'prod' }).find((q) => q.includes('`hunt_lease`')) ?? '';
+    const [, path = '', replica = ''] = /Tree\('([^']*)', '([^']*)'/.exec(create) ?? [];
+    const expanded = nodes.map((n) => ({ ...n, database: 'dfe', table: 'hunt_lease' })).map((m) => [expand(path, m), expand(replica, m)]);
+    expect(new Set(expanded.map(([p]) => p))).toEqual(new Set(['/clickhouse/tables/dfe_coordination/dfe/hunt_lease']));
+    expect(new Set(expanded.map(([, r]) => r)).size).toBe(nodes.length);
+  });
+
+  it('single and Replicated-database topologies are unchanged', () => {
+    expect(schemaDdl('dfe', { kind: 'single' }).find((q) => q.includes('`hunt_lease`'))).toContain('ENGINE = ReplacingMergeTree(claimed)');
+    const replicatedDb = schemaDdl('dfe', { kind: 'replicated-database' });
+    expect(replicatedDb.find((q) => q.includes('`hunt_lease`'))).toContain('ENGINE = ReplicatedReplacingMergeTree(claimed)');
+    expect(replicatedDb.some((q) => q.includes('ON CLUSTER'))).toBe(false);
+  });
+});
