@@ -10,7 +10,7 @@ import { dueRowsSql, type DueRow } from '../hunts/due-sql.js';
 import { loadHuntsDir, logHuntSet } from '../hunts/loader.js';
 import { materialise, materialiseSummary, readSchedule } from '../hunts/materialise.js';
 import { applySchema, coordinationSettings, resolveTopology } from '../hunts/schema.js';
-import { schemaDdl } from '../hunts/tables.js';
+import { schemaDdl, type SchemaOptions } from '../hunts/tables.js';
 import { startRunner } from '../hunts/start.js';
 import { enableHunt, readDisabled } from '../smoothing/hunt-state.js';
 import { applyCommand, exportCommand, parseCycles, planCommand, statusCommand } from './smoothing.js';
@@ -106,16 +106,20 @@ async function settingsFor(handle: ClickHouseHandle, config: AppConfig) {
   return coordinationSettings(await resolveTopology(handle.client, dataDatabase, topology, cluster));
 }
 
+function schemaOptions(config: AppConfig): SchemaOptions {
+  return { runRetentionDays: config.clickhouse.runRetentionDays };
+}
+
 async function schemaCommand(config: AppConfig, flags: Flags): Promise<void> {
   if (flags.apply && flags.print) throw new DfeError('USAGE', 'schema takes --apply or --print, not both');
   const { dataDatabase, topology, cluster } = config.clickhouse;
   await withClickHouse(config, async (handle) => {
     const resolved = await resolveTopology(handle.client, dataDatabase, topology, cluster);
     if (!flags.apply) {
-      for (const statement of schemaDdl(dataDatabase, resolved)) process.stdout.write(`${statement};\n`);
+      for (const statement of schemaDdl(dataDatabase, resolved, schemaOptions(config))) process.stdout.write(`${statement};\n`);
       return;
     }
-    const statements = await applySchema(handle.client, dataDatabase, resolved);
+    const statements = await applySchema(handle.client, dataDatabase, resolved, schemaOptions(config));
     process.stdout.write(`schema applied to ${dataDatabase} (${resolved.kind}): ${statements.length} statement(s), each idempotent\n`);
   });
 }
@@ -211,7 +215,7 @@ async function runCommand(config: AppConfig, flags: Flags): Promise<void> {
   const handle = await openClickHouse(config.clickhouse);
   const { dataDatabase, topology, cluster } = config.clickhouse;
   try {
-    await applySchema(handle.client, dataDatabase, await resolveTopology(handle.client, dataDatabase, topology, cluster));
+    await applySchema(handle.client, dataDatabase, await resolveTopology(handle.client, dataDatabase, topology, cluster), schemaOptions(config));
   } catch (err) {
     // A runner user may lack CREATE rights; the chart's Job applies the schema then.
     log.warn({ err: describeError(err) }, 'could not apply the schema; assuming it exists');

@@ -22,6 +22,8 @@ export interface ClickHouseConfig {
   readonly topology: Topology;
   /** Cluster name for ON CLUSTER DDL on a macro-configured cluster. */
   readonly cluster: string;
+  /** hunt_run retention in days: the table's TTL (docs/tables.md). */
+  readonly runRetentionDays: number;
 }
 
 export interface ShimConfig {
@@ -205,6 +207,7 @@ function build(e: ParsedEnv): AppConfig {
       otelDatabase: e.DFE_KEDA_SHIM_OTEL_DATABASE ?? e.DFE_CLICKHOUSE_DATA_DATABASE,
       topology: e.DFE_CLICKHOUSE_TOPOLOGY,
       cluster: e.DFE_CLICKHOUSE_CLUSTER,
+      runRetentionDays: e.DFE_HUNT_RUN_RETENTION_DAYS,
     },
     shim: {
       host: e.DFE_KEDA_SHIM_HOST,

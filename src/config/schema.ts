@@ -99,6 +99,8 @@ export const envSchema = z.object({
   DFE_CLICKHOUSE_DATA_DATABASE: databaseName.default('dfe'),
   DFE_CLICKHOUSE_TOPOLOGY: z.enum(['auto', 'single', 'replicated']).default('auto'),
   DFE_CLICKHOUSE_CLUSTER: z.string().trim().min(1).default('{cluster}'),
+  /** Days hunt_run rows are kept (a TTL on the table, docs/tables.md); whole days, at least 1. */
+  DFE_HUNT_RUN_RETENTION_DAYS: positiveInteger.refine((n) => n <= 36_500, { message: 'must be at most 36500 (100 years)' }).default(90),
   DFE_CLICKHOUSE_REQUEST_TIMEOUT_MS: positiveNumber.default(30_000),
   DFE_EMBEDDED_PATH: z.string().min(1).default('./.dfe/clickhouse'),
   DFE_KEDA_SHIM_HOST: z.string().trim().min(1).default('0.0.0.0'),

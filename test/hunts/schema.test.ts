@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load.js';
 import { Coordinator } from '../../src/hunts/coordination.js';
 import { applySchema } from '../../src/hunts/schema.js';
 import { schemaDdl, TABLE_DEFS } from '../../src/hunts/tables.js';
@@ -50,6 +51,19 @@ async function columns(database: string): Promise<ColumnRow[]> {
   );
 }
 
+async function engineFull(database: string, table: string): Promise<string> {
+  const rows = await queryRows<{ engine_full: string }>(db, 'SELECT engine_full FROM system.tables WHERE database = {db:String} AND name = {t:String}', {
+    db: database,
+    t: table,
+  });
+  return rows[0]?.engine_full ?? '';
+}
+
+async function mutationCount(database: string): Promise<number> {
+  const rows = await queryRows<{ n: string | number }>(db, 'SELECT count() AS n FROM system.mutations WHERE database = {db:String}', { db: database });
+  return Number(rows[0]?.n);
+}
+
 async function tableDdl(database: string): Promise<string[]> {
   const rows = await queryRows<{ create_table_query: string }>(
     db,
@@ -94,15 +108,34 @@ describe('schema --apply on the original tables', () => {
     );
     expect(plain(state)).toEqual({ overrun_count: 2, disabled_reason: '', disabled_ms: 0 });
 
-    // Second apply: same columns, same table definitions, no mutation queued.
+    // hunt_run gained the default retention and the status skip index.
+    expect(await engineFull(db.database, 'hunt_run')).toMatch(/TTL toDateTime\(updated\) \+ toIntervalDay\(90\)( |$)/);
+    expect((await tableDdl(db.database)).find((q) => q.includes('.hunt_run'))).toContain('INDEX status_set status TYPE set(8) GRANULARITY 1');
+    // The original's heartbeat TTL is left as it was.
+    expect(await engineFull(db.database, 'hunt_runner_heartbeat')).toMatch(/TTL toDateTime\(updated\) \+ toIntervalDay\(7\)/);
+
+    // Second apply: same columns, same table definitions, no further mutation queued.
     const ddlBefore = await tableDdl(db.database);
+    const mutationsBefore = await mutationCount(db.database);
     await applySchema(c, db.database, { kind: 'single' });
     expect(await columns(db.database)).toEqual(after);
     expect(await tableDdl(db.database)).toEqual(ddlBefore);
-    const mutations = await queryRows<{ n: string }>(db, 'SELECT count() AS n FROM system.mutations WHERE database = {db:String}', {
-      db: db.database,
-    });
-    expect(Number(mutations[0]?.n)).toBe(0);
+    expect(await mutationCount(db.database)).toBe(mutationsBefore);
+    // The old rows are still there (the TTL is 90 days from their write).
+    expect((await queryRows(db, `SELECT * FROM \`${db.database}\`.hunt_run`)).length).toBe(1);
+  });
+
+  it('a changed retention setting is applied by MODIFY TTL once, then not again', async () => {
+    const c = db.handle.client;
+    await applySchema(c, db.database, { kind: 'single' }, { runRetentionDays: 30 });
+    expect(await engineFull(db.database, 'hunt_run')).toMatch(/TTL toDateTime\(updated\) \+ toIntervalDay\(30\)( |$)/);
+    const mutations = await mutationCount(db.database);
+    const ddl = await tableDdl(db.database);
+    await applySchema(c, db.database, { kind: 'single' }, { runRetentionDays: 30 });
+    expect(await mutationCount(db.database)).toBe(mutations);
+    expect(await tableDdl(db.database)).toEqual(ddl);
+    await applySchema(c, db.database, { kind: 'single' });
+    expect(await engineFull(db.database, 'hunt_run')).toMatch(/TTL toDateTime\(updated\) \+ toIntervalDay\(90\)( |$)/);
   });
 
   it('fresh tables get every column from CREATE, in the same order as an upgraded one', async () => {
@@ -134,9 +167,28 @@ describe('schema --print', () => {
         expect(clusterAlter).toContain(`ADD COLUMN IF NOT EXISTS ${name} ${type} DEFAULT`);
       }
     }
+    expect(single).toContain('ALTER TABLE `dfe`.`hunt_run` MODIFY TTL toDateTime(updated) + toIntervalDay(90)');
+    expect(schemaDdl('dfe', { kind: 'single' }, { runRetentionDays: 7 })).toContain(
+      'ALTER TABLE `dfe`.`hunt_run` MODIFY TTL toDateTime(updated) + toIntervalDay(7)',
+    );
+    expect(cluster).toContain("ALTER TABLE `dfe`.`hunt_run` ON CLUSTER 'c1' MODIFY TTL toDateTime(updated) + toIntervalDay(90)");
+    expect(single.find((q) => q.startsWith('CREATE TABLE IF NOT EXISTS `dfe`.`hunt_run`'))).toMatch(
+      /INDEX status_set status TYPE set\(8\) GRANULARITY 1\) ENGINE .* TTL toDateTime\(updated\) \+ toIntervalDay\(90\)$/,
+    );
+    expect(() => schemaDdl('dfe', { kind: 'single' }, { runRetentionDays: 0 })).toThrow(/runRetentionDays/);
     // Tables that add nothing get no ALTER.
     const withAdds = TABLE_DEFS.filter((d) => d.added?.length).map((d) => d.name);
     expect(single.filter((s) => s.includes('ADD COLUMN')).length).toBe(withAdds.length);
+  });
+});
+
+describe('DFE_HUNT_RUN_RETENTION_DAYS', () => {
+  it('defaults to 90 days and rejects anything but a whole number of days, naming the variable', () => {
+    expect(loadConfig({}).clickhouse.runRetentionDays).toBe(90);
+    expect(loadConfig({ DFE_HUNT_RUN_RETENTION_DAYS: '30' }).clickhouse.runRetentionDays).toBe(30);
+    for (const bad of ['0', '-1', '1.5', 'ninety', '36501']) {
+      expect(() => loadConfig({ DFE_HUNT_RUN_RETENTION_DAYS: bad }), bad).toThrow(/DFE_HUNT_RUN_RETENTION_DAYS/);
+    }
   });
 });
 
@@ -168,5 +220,51 @@ describe('hunt_state writes keep an auto-disable', () => {
     } finally {
       await c.command({ query: `DROP DATABASE IF EXISTS \`${database}\`` });
     }
+  });
+});
+
+describe('topology: one logical set of coordination tables', () => {
+  it('on a cluster, every table is one replication group: no {shard} in the path, a cluster-wide unique replica name', () => {
+    const ddl = schemaDdl('dfe', { kind: 'cluster', cluster: 'prod' });
+    const creates = ddl.filter((q) => q.startsWith('CREATE TABLE'));
+    expect(creates).toHaveLength(TABLE_DEFS.length);
+    for (const def of TABLE_DEFS) {
+      const create = creates.find((q) => q.startsWith(`CREATE TABLE IF NOT EXISTS \`dfe\`.\`${def.name}\` ON CLUSTER 'prod' (`));
+      const engine = /ENGINE = (\w+)\('([^']*)', '([^']*)', (\w+)\)/.exec(create ?? '');
+      expect(engine?.slice(1), def.name).toEqual([
+        'ReplicatedReplacingMergeTree',
+        '/clickhouse/tables/dfe_coordination/{database}/{table}',
+        '{shard}-{replica}',
+        def.version,
+      ]);
+      // The path is the same on every shard: nothing in it varies per shard.
+      expect(engine?.[2]).not.toMatch(/\{shard\}|\{replica\}/);
+    }
+    // Every DDL statement runs ON CLUSTER, so each node creates and alters its replica.
+    expect(ddl.every((q) => q.includes(" ON CLUSTER 'prod'"))).toBe(true);
+  });
+
+  it('macros expand to one path for all shards and distinct replica names', () => {
+    // Expand the macros the way the server does for a 2-shard x 2-replica cluster whose
+    // replica macro repeats across shards (r1, r2 on each shard).
+    const nodes = [
+      { shard: '01', replica: 'r1' },
+      { shard: '01', replica: 'r2' },
+      { shard: '02', replica: 'r1' },
+      { shard: '02', replica: 'r2' },
+    ];
+    const expand = (text: string, m: Record<string, string>) => text.replace(/\{(\w+)\}/g, (_, k: string) => m[k] ?? `{${k}}`);
+    const create = schemaDdl('dfe', { kind: 'cluster', cluster: 'prod' }).find((q) => q.includes('`hunt_lease`')) ?? '';
+    const [, path = '', replica = ''] = /Tree\('([^']*)', '([^']*)'/.exec(create) ?? [];
+    const expanded = nodes.map((n) => ({ ...n, database: 'dfe', table: 'hunt_lease' })).map((m) => [expand(path, m), expand(replica, m)]);
+    expect(new Set(expanded.map(([p]) => p))).toEqual(new Set(['/clickhouse/tables/dfe_coordination/dfe/hunt_lease']));
+    expect(new Set(expanded.map(([, r]) => r)).size).toBe(nodes.length);
+  });
+
+  it('single and Replicated-database topologies are unchanged', () => {
+    expect(schemaDdl('dfe', { kind: 'single' }).find((q) => q.includes('`hunt_lease`'))).toContain('ENGINE = ReplacingMergeTree(claimed)');
+    const replicatedDb = schemaDdl('dfe', { kind: 'replicated-database' });
+    expect(replicatedDb.find((q) => q.includes('`hunt_lease`'))).toContain('ENGINE = ReplicatedReplacingMergeTree(claimed)');
+    expect(replicatedDb.some((q) => q.includes('ON CLUSTER'))).toBe(false);
   });
 });

@@ -81,7 +81,7 @@ describe('dfe-hunt-runner CLI', () => {
     for (let i = 0; i < 2; i += 1) {
       const applied = await cli('schema', '--apply');
       expect(applied.code).toBe(0);
-      expect(applied.stdout).toMatch(/schema applied to dfe \(single\): 10 statement\(s\)/);
+      expect(applied.stdout).toMatch(/schema applied to dfe \(single\): 11 statement\(s\)/);
     }
   });
 
