@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { SmoothingMetrics } from '../smoothing/metrics.js';
 
 /**
  * The runner's metrics (SPEC §7.6). Label names are static; the only label
@@ -21,35 +22,7 @@ export interface RunnerMetrics {
   readonly smoothing: SmoothingMetrics;
 }
 
-/**
- * Load smoothing and escalation (docs/smoothing.md, "Reading the metrics"): the
- * seed's names, label `hunt_id` like the runner's other metrics. Cost and load
- * gauges are set by the runner that planned the last cycle; counters count what
- * THIS runner did, so sum them over runners.
- */
-export type LoadStat = 'peak' | 'mean' | 'flatness';
-export type CeilingResource = 'memory' | 'cpu' | 'duration';
-
-export interface SmoothingMetrics {
-  readonly phaseShifts: Counter<'hunt_id'>;
-  readonly phaseOffset: Gauge<'hunt_id'>;
-  readonly intervalBackoffs: Counter<'hunt_id'>;
-  readonly intervalSeconds: Gauge<'hunt_id'>;
-  readonly promotions: Counter<'hunt_id'>;
-  readonly autoDisabled: Gauge<'hunt_id' | 'reason'>;
-  readonly costCpuUs: Gauge<'hunt_id'>;
-  readonly costMemBytes: Gauge<'hunt_id'>;
-  readonly costDurationMs: Gauge<'hunt_id'>;
-  readonly loadCpu: Gauge<'stat'>;
-  readonly loadMem: Gauge<'stat'>;
-  readonly loadPressure: Gauge<'stat'>;
-  readonly objective: Gauge;
-  readonly flatness: Gauge;
-  readonly memLimit: Counter<'hunt_id'>;
-  readonly memLimitCrashloops: Counter<'hunt_id'>;
-  readonly thresholdBreaches: Counter<'hunt_id' | 'resource'>;
-}
-
+/** Load smoothing and escalation metrics (docs/smoothing.md): their interface lives with the smoothing code. */
 function smoothingMetrics(registers: Registry[]): SmoothingMetrics {
   const hunt = ['hunt_id'] as const;
   const stat = ['stat'] as const;

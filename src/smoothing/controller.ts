@@ -4,7 +4,7 @@ import { describeError } from '../errors.js';
 import { claimFires, type ClaimTiming } from '../hunts/claim.js';
 import type { Coordinator } from '../hunts/coordination.js';
 import { MAX_BACKOFF_FACTOR } from '../hunts/materialise.js';
-import type { SmoothingMetrics } from '../hunts/metrics.js';
+import type { SmoothingMetrics } from './metrics.js';
 import type { CoordinationSettings } from '../hunts/schema.js';
 import type { Logger } from '../log.js';
 import { probeCostSource, type CostSource } from './cost-source.js';

@@ -3,7 +3,7 @@ import type { AutoDisableConfig } from '../config/load.js';
 import { describeError } from '../errors.js';
 import type { CoordinationSettings } from '../hunts/schema.js';
 import type { Logger } from '../log.js';
-import type { CeilingResource, SmoothingMetrics } from '../hunts/metrics.js';
+import type { CeilingResource, SmoothingMetrics } from './metrics.js';
 import type { HuntCost } from './model.js';
 import { readCosts } from './cost-source.js';
 import { countFailures, disableHunt, readDisabled, type DisableReason } from './hunt-state.js';
