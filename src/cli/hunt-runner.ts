@@ -12,7 +12,7 @@ import { materialise, materialiseSummary, readSchedule } from '../hunts/material
 import { applySchema, coordinationSettings, resolveTopology } from '../hunts/schema.js';
 import { schemaDdl, type SchemaOptions } from '../hunts/tables.js';
 import { startRunner } from '../hunts/start.js';
-import { enableHunt, readDisabled } from '../smoothing/hunt-state.js';
+import { enableHunt, readDisabled } from '../runner/smoothing/hunt-state.js';
 import { applyCommand, exportCommand, parseCycles, planCommand, statusCommand } from './smoothing.js';
 
 const USAGE = `Usage: dfe-hunt-runner <command> [options]

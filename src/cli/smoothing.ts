@@ -6,7 +6,7 @@ import type { AppConfig } from '../config/load.js';
 import { DfeError } from '../errors.js';
 import type { CoordinationSettings } from '../hunts/schema.js';
 import { buildCurve } from '../smoothing/curve.js';
-import { probeCostSource } from '../smoothing/cost-source.js';
+import { probeCostSource } from '../runner/smoothing/cost-source.js';
 import {
   cooldownFromSchedule,
   cycleAt,
@@ -18,7 +18,7 @@ import {
   writeScheduleMove,
   type Capacity,
   type FleetView,
-} from '../smoothing/fleet.js';
+} from '../runner/smoothing/fleet.js';
 import type { LoadCurve, PlannerSettings, PlanResult } from '../smoothing/model.js';
 import { planReport } from '../smoothing/plan-report.js';
 import { planCycles } from '../smoothing/planner.js';

@@ -14,8 +14,8 @@ import { claimAndRun, type FinishedRun, type RunnerEvents, type TickRecord } fro
 import { coordinationSettings, resolveTopology } from './schema.js';
 import type { SessionPool } from './sessions.js';
 import type { HuntSpec } from './spec.js';
-import { Escalation } from '../smoothing/escalation.js';
-import { SmoothingController, type CycleOutcome } from '../smoothing/controller.js';
+import { Escalation } from '../runner/smoothing/escalation.js';
+import { SmoothingController, type CycleOutcome } from '../runner/smoothing/controller.js';
 
 /** Every ClickHouse call of a runner listens on one signal; many run at once. */
 function abortController(): AbortController {

@@ -9,7 +9,7 @@ import { serveMetrics, type MetricsServer } from './http.js';
 import { createRunnerMetrics, type RunnerMetrics } from './metrics.js';
 import type { RunnerEvents, TickRecord } from './run-fire.js';
 import { Runner } from './runner.js';
-import type { CycleOutcome } from '../smoothing/controller.js';
+import type { CycleOutcome } from '../runner/smoothing/controller.js';
 import { embeddedSessionPool, sharedSessionPool } from './sessions.js';
 
 /**

@@ -3,7 +3,7 @@ import { applySchema, coordinationSettings } from '../../src/hunts/schema.js';
 import { materialise } from '../../src/hunts/materialise.js';
 import { loadHuntsDir } from '../../src/hunts/loader.js';
 import { startRunner } from '../../src/hunts/start.js';
-import { enableHunt, readDisabled } from '../../src/smoothing/hunt-state.js';
+import { enableHunt, readDisabled } from '../../src/runner/smoothing/hunt-state.js';
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
 import { capturingLogger, createOutputTable, outputHunt, outputRows, runnerConfig, tempHuntsDir } from '../runner/fixtures.js';
 

@@ -3,8 +3,8 @@ import { openClickHouse, type ClickHouseHandle } from '../../src/clickhouse/clie
 import { applySchema, coordinationSettings } from '../../src/hunts/schema.js';
 import type { TickRecord } from '../../src/hunts/run-fire.js';
 import { startRunner, type RunnerHandle } from '../../src/hunts/start.js';
-import { PLANNER_ID } from '../../src/smoothing/controller.js';
-import { readScheduleEntries, writeScheduleMove } from '../../src/smoothing/fleet.js';
+import { PLANNER_ID } from '../../src/runner/smoothing/controller.js';
+import { readScheduleEntries, writeScheduleMove } from '../../src/runner/smoothing/fleet.js';
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
 import { createOutputTable, outputRows, runnerConfig, tempHuntsDir } from '../runner/fixtures.js';
 

@@ -6,8 +6,8 @@ import { loadHuntsDir } from '../../src/hunts/loader.js';
 import { materialise } from '../../src/hunts/materialise.js';
 import { applySchema, coordinationSettings } from '../../src/hunts/schema.js';
 import { costFromRuns } from '../../src/smoothing/cost.js';
-import { probeCostSource, readCosts } from '../../src/smoothing/cost-source.js';
-import { readScheduleEntries, writeScheduleMove } from '../../src/smoothing/fleet.js';
+import { probeCostSource, readCosts } from '../../src/runner/smoothing/cost-source.js';
+import { readScheduleEntries, writeScheduleMove } from '../../src/runner/smoothing/fleet.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { runnerConfig, tempHuntsDir } from '../runner/fixtures.js';
 

@@ -1,14 +1,14 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import type { SmoothingConfig } from '../config/load.js';
-import { describeError } from '../errors.js';
-import { claimFires, type ClaimTiming } from '../hunts/claim.js';
-import type { Coordinator } from '../hunts/coordination.js';
-import { MAX_BACKOFF_FACTOR } from '../hunts/materialise.js';
-import type { SmoothingMetrics } from './metrics.js';
-import type { CoordinationSettings } from '../hunts/schema.js';
-import type { Logger } from '../log.js';
+import type { SmoothingConfig } from '../../config/load.js';
+import { describeError } from '../../errors.js';
+import { claimFires, type ClaimTiming } from '../../hunts/claim.js';
+import type { Coordinator } from '../../hunts/coordination.js';
+import { MAX_BACKOFF_FACTOR } from '../../hunts/materialise.js';
+import type { SmoothingMetrics } from '../../smoothing/metrics.js';
+import type { CoordinationSettings } from '../../hunts/schema.js';
+import type { Logger } from '../../log.js';
 import { probeCostSource, type CostSource } from './cost-source.js';
-import { buildCurve } from './curve.js';
+import { buildCurve } from '../../smoothing/curve.js';
 import type { Escalation } from './escalation.js';
 import {
   cooldownFromSchedule,
@@ -22,8 +22,8 @@ import {
   type FleetView,
 } from './fleet.js';
 import { markBackoff } from './hunt-state.js';
-import type { HuntLoad, LoadCurve, PhaseMove } from './model.js';
-import { planCycle } from './planner.js';
+import type { HuntLoad, LoadCurve, PhaseMove } from '../../smoothing/model.js';
+import { planCycle } from '../../smoothing/planner.js';
 
 /**
  * The smoothing controller in the runner (docs/smoothing.md, "The controller"):

@@ -1,10 +1,10 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import type { AutoDisableConfig } from '../config/load.js';
-import { describeError } from '../errors.js';
-import type { CoordinationSettings } from '../hunts/schema.js';
-import type { Logger } from '../log.js';
-import type { CeilingResource, SmoothingMetrics } from './metrics.js';
-import type { HuntCost } from './model.js';
+import type { AutoDisableConfig } from '../../config/load.js';
+import { describeError } from '../../errors.js';
+import type { CoordinationSettings } from '../../hunts/schema.js';
+import type { Logger } from '../../log.js';
+import type { CeilingResource, SmoothingMetrics } from '../../smoothing/metrics.js';
+import type { HuntCost } from '../../smoothing/model.js';
 import { readCosts } from './cost-source.js';
 import { countFailures, disableHunt, readDisabled, type DisableReason } from './hunt-state.js';
 

@@ -1,13 +1,13 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { qualifiedTable } from '../clickhouse/identifiers.js';
-import type { SmoothingConfig } from '../config/load.js';
-import type { OffsetSource } from '../hunts/materialise.js';
-import type { CoordinationSettings } from '../hunts/schema.js';
-import { TABLES } from '../hunts/tables.js';
-import { fillMissingCosts } from './cost.js';
+import { qualifiedTable } from '../../clickhouse/identifiers.js';
+import type { SmoothingConfig } from '../../config/load.js';
+import type { OffsetSource } from '../../hunts/materialise.js';
+import type { CoordinationSettings } from '../../hunts/schema.js';
+import { TABLES } from '../../hunts/tables.js';
+import { fillMissingCosts } from '../../smoothing/cost.js';
 import { readCosts, type CostSource } from './cost-source.js';
 import { readDisabled, type DisabledHunt } from './hunt-state.js';
-import type { CooldownState, HuntCost, HuntLoad, PlannerSettings } from './model.js';
+import type { CooldownState, HuntCost, HuntLoad, PlannerSettings } from '../../smoothing/model.js';
 
 /**
  * What the planner plans on (docs/smoothing.md): the live schedule, who is

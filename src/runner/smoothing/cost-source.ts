@@ -1,9 +1,9 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { qualifiedTable } from '../clickhouse/identifiers.js';
-import type { CoordinationSettings } from '../hunts/schema.js';
-import { RUN_STATUS, TABLES } from '../hunts/tables.js';
-import { costFromRuns } from './cost.js';
-import type { HuntCost } from './model.js';
+import { qualifiedTable } from '../../clickhouse/identifiers.js';
+import type { CoordinationSettings } from '../../hunts/schema.js';
+import { RUN_STATUS, TABLES } from '../../hunts/tables.js';
+import { costFromRuns } from '../../smoothing/cost.js';
+import type { HuntCost } from '../../smoothing/model.js';
 
 /**
  * The cost model's I/O (docs/smoothing.md, "Where costs come from"): per hunt,
