@@ -4,7 +4,7 @@ import { parseDocument } from 'yaml';
 import type { ClickHouseHandle } from '../clickhouse/client.js';
 import type { AppConfig } from '../config/load.js';
 import { DfeError } from '../errors.js';
-import type { CoordinationSettings } from '../hunts/schema.js';
+import type { CoordinationSettings } from '../coordination/topology.js';
 import { buildCurve } from '../smoothing/curve.js';
 import { probeCostSource } from '../runner/smoothing/cost-source.js';
 import {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { claimFires, READ_BACK_MARGIN_MS, type ClaimOutcome } from '../../src/hunts/claim.js';
-import { Coordinator } from '../../src/hunts/coordination.js';
-import { applySchema } from '../../src/hunts/schema.js';
+import { claimFires, READ_BACK_MARGIN_MS, type ClaimOutcome } from '../../src/coordination/claim.js';
+import { Coordinator } from '../../src/coordination/coordinator.js';
+import { applySchema } from '../../src/coordination/topology.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 
 /**

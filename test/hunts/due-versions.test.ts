@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applySchema } from '../../src/hunts/schema.js';
-import { dueCountSql, dueRowsSql, type DueRow } from '../../src/hunts/due-sql.js';
-import { dueDecision, latestFire, type HuntCoordinationState } from '../../src/hunts/schedule.js';
+import { applySchema } from '../../src/coordination/topology.js';
+import { dueCountSql, dueRowsSql, type DueRow } from '../../src/coordination/due-sql.js';
+import { dueDecision, latestFire, type HuntCoordinationState } from '../../src/schedule/arithmetic.js';
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
 
 /**

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { Coordinator } from '../../src/hunts/coordination.js';
-import { applySchema } from '../../src/hunts/schema.js';
-import { schemaDdl, TABLE_DEFS } from '../../src/hunts/tables.js';
+import { Coordinator } from '../../src/coordination/coordinator.js';
+import { applySchema } from '../../src/coordination/topology.js';
+import { schemaDdl, TABLE_DEFS } from '../../src/coordination/tables.js';
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
 
 /**

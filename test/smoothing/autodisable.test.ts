@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { applySchema, coordinationSettings } from '../../src/hunts/schema.js';
-import { materialise } from '../../src/hunts/materialise.js';
-import { loadHuntsDir } from '../../src/hunts/loader.js';
-import { startRunner } from '../../src/hunts/start.js';
+import { applySchema, coordinationSettings } from '../../src/coordination/topology.js';
+import { materialise } from '../../src/coordination/materialise.js';
+import { loadHuntsDir } from '../../src/schedule/hunt-files.js';
+import { startRunner } from '../../src/runner/start.js';
 import { enableHunt, readDisabled } from '../../src/runner/smoothing/hunt-state.js';
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
 import { capturingLogger, createOutputTable, outputHunt, outputRows, runnerConfig, tempHuntsDir } from '../runner/fixtures.js';

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openClickHouse, type ClickHouseHandle } from '../../src/clickhouse/client.js';
-import { applySchema, coordinationSettings } from '../../src/hunts/schema.js';
-import type { TickRecord } from '../../src/hunts/run-fire.js';
-import { startRunner, type RunnerHandle } from '../../src/hunts/start.js';
+import { applySchema, coordinationSettings } from '../../src/coordination/topology.js';
+import type { TickRecord } from '../../src/runner/fire.js';
+import { startRunner, type RunnerHandle } from '../../src/runner/start.js';
 import { PLANNER_ID } from '../../src/runner/smoothing/controller.js';
 import { readScheduleEntries, writeScheduleMove } from '../../src/runner/smoothing/fleet.js';
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';

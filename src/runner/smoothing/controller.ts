@@ -1,11 +1,11 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { SmoothingConfig } from '../../config/load.js';
 import { describeError } from '../../errors.js';
-import { claimFires, type ClaimTiming } from '../../hunts/claim.js';
-import type { Coordinator } from '../../hunts/coordination.js';
-import { MAX_BACKOFF_FACTOR } from '../../hunts/materialise.js';
+import { claimFires, type ClaimTiming } from '../../coordination/claim.js';
+import type { Coordinator } from '../../coordination/coordinator.js';
+import { MAX_BACKOFF_FACTOR } from '../../coordination/materialise.js';
 import type { SmoothingMetrics } from '../../smoothing/metrics.js';
-import type { CoordinationSettings } from '../../hunts/schema.js';
+import type { CoordinationSettings } from '../../coordination/topology.js';
 import type { Logger } from '../../log.js';
 import { probeCostSource, type CostSource } from './cost-source.js';
 import { buildCurve } from '../../smoothing/curve.js';

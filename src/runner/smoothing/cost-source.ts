@@ -1,7 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { qualifiedTable } from '../../clickhouse/identifiers.js';
-import type { CoordinationSettings } from '../../hunts/schema.js';
-import { RUN_STATUS, TABLES } from '../../hunts/tables.js';
+import type { CoordinationSettings } from '../../coordination/topology.js';
+import { RUN_STATUS, TABLES } from '../../coordination/tables.js';
 import { costFromRuns } from '../../smoothing/cost.js';
 import type { HuntCost } from '../../smoothing/model.js';
 

@@ -1,7 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { AutoDisableConfig } from '../../config/load.js';
 import { describeError } from '../../errors.js';
-import type { CoordinationSettings } from '../../hunts/schema.js';
+import type { CoordinationSettings } from '../../coordination/topology.js';
 import type { Logger } from '../../log.js';
 import type { CeilingResource, SmoothingMetrics } from '../../smoothing/metrics.js';
 import type { HuntCost } from '../../smoothing/model.js';

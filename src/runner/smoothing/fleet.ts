@@ -1,9 +1,9 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { qualifiedTable } from '../../clickhouse/identifiers.js';
 import type { SmoothingConfig } from '../../config/load.js';
-import type { OffsetSource } from '../../hunts/materialise.js';
-import type { CoordinationSettings } from '../../hunts/schema.js';
-import { TABLES } from '../../hunts/tables.js';
+import type { OffsetSource } from '../../coordination/materialise.js';
+import type { CoordinationSettings } from '../../coordination/topology.js';
+import { TABLES } from '../../coordination/tables.js';
 import { fillMissingCosts } from '../../smoothing/cost.js';
 import { readCosts, type CostSource } from './cost-source.js';
 import { readDisabled, type DisabledHunt } from './hunt-state.js';

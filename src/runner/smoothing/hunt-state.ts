@@ -1,7 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { qualifiedTable } from '../../clickhouse/identifiers.js';
-import type { CoordinationSettings } from '../../hunts/schema.js';
-import { TABLES } from '../../hunts/tables.js';
+import type { CoordinationSettings } from '../../coordination/topology.js';
+import { TABLES } from '../../coordination/tables.js';
 
 /**
  * hunt_state writes of escalation (docs/smoothing.md): auto-disable, enable and
