@@ -20,7 +20,7 @@ import { createOutputTable, outputRows, runnerConfig, tempHuntsDir } from '../ru
 const INTERVAL = 4;
 const CHEAP = ['cheap-a', 'cheap-b', 'cheap-c'];
 const HEAVY = ['heavy-a', 'heavy-b', 'heavy-c'];
-const RUN_FOR_MS = 32_000;
+const RUN_FOR_MS = 45_000; // several planned cycles even on a loaded machine
 const SETTINGS = coordinationSettings({ kind: 'single' });
 
 let db: TestDatabase;
