@@ -1,4 +1,4 @@
-import { phaseOffset } from '../src/hunts/schedule.js';
+import { phaseOffset } from '../src/schedule/arithmetic.js';
 import { maxStepSeconds } from '../src/smoothing/candidates.js';
 import { buildCurve } from '../src/smoothing/curve.js';
 import type { CooldownState, HuntLoad, PlannerSettings, PlanResult } from '../src/smoothing/model.js';
