@@ -1,11 +1,30 @@
 /**
  * What a value becomes before it is served: clamped to the query's band,
- * then made KEDA-safe — finite, ≥ 0, at most 3 decimals (SPEC §5).
+ * then made KEDA-safe — finite, ≥ 0, at most 3 decimals, and inside the
+ * servable range (docs/failsafe.md "Servable range").
  */
 export interface ClampBand {
   readonly clampMin: number | undefined;
   readonly clampMax: number | undefined;
 }
+
+/**
+ * KEDA turns a metrics-api number into milli-units with a float64 multiply and
+ * an int64 conversion, and the HPA reads `Quantity.MilliValue()` (int64): a
+ * value is carried only when |value| × 1000 < 2^63 in float64 arithmetic.
+ * Above that the HPA sees garbage (0, or a negative). The largest such value
+ * is 9 223 372 036 854 774 (…775 is not a float64; it rounds to …776).
+ */
+export const MILLI_LIMIT = 2 ** 63;
+export const MAX_SERVABLE = 9_223_372_036_854_774;
+
+/** Whether KEDA and the HPA can carry `value` (finite, |value| × 1000 < 2^63). */
+export function isServable(value: number): boolean {
+  return Number.isFinite(value) && Math.abs(value) * 1000 < MILLI_LIMIT;
+}
+
+/** For error messages: the range a hold, cold_hold or clamp must be in. */
+export const SERVABLE_RANGE_TEXT = `|value| ≤ ${MAX_SERVABLE} (what KEDA and the HPA can carry as int64 milli-units)`;
 
 export function clamp(value: number, band: ClampBand): number {
   let out = value;
@@ -18,10 +37,14 @@ export function clamp(value: number, band: ClampBand): number {
  * Rounds to 3 decimals and floors at 0. A negative value (a query without a
  * `clamp_min`) becomes 0 rather than a failure: KEDA's quantities of a
  * metrics-api trigger are meant to be ≥ 0 and 0 scales nothing up.
- * Callers pass finite numbers only (result parsing rejects the rest).
+ * Total: whatever it is given, it returns a finite number in [0, MAX_SERVABLE]
+ * (never NaN, never null in JSON). Callers pass servable numbers (result
+ * parsing, hold and catalogue validation reject the rest); an out-of-range
+ * input saturates rather than overflowing `value * 1000`.
  */
 export function servedValue(value: number): number {
   if (!Number.isFinite(value) || value <= 0) return 0;
+  if (!isServable(value)) return MAX_SERVABLE;
   const rounded = Math.round(value * 1000) / 1000;
   return rounded === 0 ? 0 : rounded;
 }
