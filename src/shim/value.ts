@@ -1,3 +1,5 @@
+import { isServable, MAX_SERVABLE } from '../servable.js';
+
 /**
  * What a value becomes before it is served: clamped to the query's band,
  * then made KEDA-safe — finite, ≥ 0, at most 3 decimals, and inside the
@@ -8,23 +10,7 @@ export interface ClampBand {
   readonly clampMax: number | undefined;
 }
 
-/**
- * KEDA turns a metrics-api number into milli-units with a float64 multiply and
- * an int64 conversion, and the HPA reads `Quantity.MilliValue()` (int64): a
- * value is carried only when |value| × 1000 < 2^63 in float64 arithmetic.
- * Above that the HPA sees garbage (0, or a negative). The largest such value
- * is 9 223 372 036 854 774 (…775 is not a float64; it rounds to …776).
- */
-export const MILLI_LIMIT = 2 ** 63;
-export const MAX_SERVABLE = 9_223_372_036_854_774;
-
-/** Whether KEDA and the HPA can carry `value` (finite, |value| × 1000 < 2^63). */
-export function isServable(value: number): boolean {
-  return Number.isFinite(value) && Math.abs(value) * 1000 < MILLI_LIMIT;
-}
-
-/** For error messages: the range a hold, cold_hold or clamp must be in. */
-export const SERVABLE_RANGE_TEXT = `|value| ≤ ${MAX_SERVABLE} (what KEDA and the HPA can carry as int64 milli-units)`;
+export { isServable, MAX_SERVABLE, MILLI_LIMIT, SERVABLE_RANGE_TEXT } from '../servable.js';
 
 export function clamp(value: number, band: ClampBand): number {
   let out = value;
