@@ -8,6 +8,10 @@ import { createServer as createNetServer, type Server, type Socket } from 'node:
  * only after its delay (set it past the caller's deadline/abort), everything
  * else refuses, hangs, errors or sends bytes no client can parse.
  *
+ * The one exception is `stallingProxy`, which forwards untouched to a REAL
+ * ClickHouse whatever it does not stall: what it passes on is that server's
+ * own answer.
+ *
  * All listen on 127.0.0.1 only. `hits()` counts what reached the socket
  * (HTTP requests, or raw connections for the non-HTTP ones), so a test can
  * prove a bad request never reached "ClickHouse".
