@@ -214,8 +214,6 @@ function queryOfKey(key: string): string {
 
 type Settled = FlightOutcome | { readonly kind: 'deadline' } | { readonly kind: 'failed'; readonly reason: 'overload'; readonly message: string };
 
-
-
 /** The flight's outcome, or `deadline` if it has not settled within `deadlineMs` (the flight goes on). */
 async function settleWithin(promise: Promise<FlightOutcome>, deadlineMs: number): Promise<Settled> {
   let timer: NodeJS.Timeout | undefined;

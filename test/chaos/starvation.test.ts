@@ -81,6 +81,9 @@ ${stalledQueries}`,
     await healthyIsFresh();
     // More stalls reached the proxy than the client's old pool (10) had sockets, and no more than the query's share.
     expect(proxy.stalled() - stalledBefore).toBe(MAX_INFLIGHT_PER_QUERY);
+    // The rest were not started (nor queued): answered at once, counted as overload.
+    const metrics = await (await fetch(`${chaos.url}/metrics`)).text();
+    expect(metrics).toContain(`dfe_keda_shim_failsafe_answers_total{query="stalled_keys",reason="overload"} ${100 - MAX_INFLIGHT_PER_QUERY}`);
   });
 
   it('100 stalled queries, one key each: the healthy key still answers fresh', async () => {
