@@ -1,6 +1,6 @@
 /**
- * The servable range: what KEDA and the HPA can carry (docs/failsafe.md
- * "Servable range"). KEDA turns a metrics-api number into milli-units with a
+ * The servable range: what KEDA and the HPA can carry
+ * (docs/failsafe.md#servable-range). KEDA turns a metrics-api number into milli-units with a
  * float64 multiply and an int64 conversion, and the HPA reads
  * `Quantity.MilliValue()` (int64): a value is carried only when
  * |value| × 1000 < 2^63 in float64 arithmetic. Above that the HPA sees garbage

@@ -15,7 +15,7 @@ const CLIENT_LOG = { level: ClickHouseLogLevel.OFF };
  * Sockets of a server client's pool (the library's default is 10). The shim
  * keeps its queries in flight under this (src/shim/executor.ts MAX_INFLIGHT),
  * so a stalled query never makes another wait for a socket
- * (docs/failsafe.md "One key's fault stays its own").
+ * (docs/failsafe.md#one-keys-fault-stays-its-own).
  */
 export const MAX_OPEN_CONNECTIONS = 256;
 

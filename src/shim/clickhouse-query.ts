@@ -6,7 +6,7 @@ import type { DeclaredParams } from './key.js';
 /**
  * The one ClickHouse call of the shim. Values travel as query parameters
  * (`{name:Type}` in the SQL, `query_params` here), never in the SQL text.
- * Only the first row matters (docs/failsafe.md "Only the first row"): the SQL
+ * Only the first row matters (docs/failsafe.md#only-the-first-row): the SQL
  * is wrapped so ClickHouse sends at most one row, and the answer is read with
  * a byte cap and an abort that works at every stage of the response.
  */

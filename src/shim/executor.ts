@@ -11,7 +11,7 @@ import type { StatusBoard } from './status-board.js';
 import { servedValue } from './value.js';
 
 /**
- * The fail-safe query path (SPEC §4): reuse a young value, else join or start
+ * The fail-safe query path (docs/failsafe.md): reuse a young value, else join or start
  * the one ClickHouse query for the key, wait at most `deadline_ms`, and fall
  * back per decision.ts. A query that outlives the deadline keeps running and
  * refreshes the cache when it lands.
@@ -49,8 +49,8 @@ interface Flight {
 export const FAILURE_LOG_INTERVAL_MS = 60_000;
 
 /**
- * Bounds on queries in flight (docs/failsafe.md "One key's fault stays its
- * own"). Each flight holds one socket for at most timeout_seconds + 0.5 s; the
+ * Bounds on queries in flight (docs/failsafe.md#one-keys-fault-stays-its-own).
+ * Each flight holds one socket for at most timeout_seconds + 0.5 s; the
  * global bound stays under the client's pool (MAX_OPEN_CONNECTIONS, 256), so
  * a query never waits in the pool's queue behind stalled ones, and one query's
  * keys (however many params) take at most 32 of it. Past a bound the new query

@@ -63,7 +63,7 @@ export async function fly(
   // server (or network) that does not: before the headers it aborts the
   // request, after them it destroys the body stream (readBounded) — either way
   // the socket is closed and this flight settles, so single-flight lets the
-  // next poll start a new one (docs/failsafe.md "Deadline vs timeout").
+  // next poll start a new one (docs/failsafe.md#deadline-vs-timeout).
   const abortTimer = setTimeout(() => controller.abort(), query.timeoutSeconds * 1000 + ABORT_MARGIN_MS);
   // performance.now() measures a duration for the histogram only; no decision depends on it.
   const started = performance.now();

@@ -2,11 +2,11 @@ import { showValue } from '../errors.js';
 import { isServable, SERVABLE_RANGE_TEXT } from './value.js';
 
 /**
- * Turning ClickHouse's answer into one number (SPEC §4 step 3). The query runs
+ * Turning ClickHouse's answer into one number (docs/failsafe.md#what-is-answered). The query runs
  * with `FORMAT JSONCompact`, so column names (meta) and rows arrive together
  * and `result_field` can be an index or a name. The body is checked for the
  * shape that format promises before any cell is read: a 200 that is not that
- * shape is a failure, never a fresh value (docs/failsafe.md "What is a failure").
+ * shape is a failure, never a fresh value (docs/failsafe.md#what-is-a-failure).
  */
 export interface CompactResult {
   readonly meta: readonly { readonly name: string; readonly type?: string }[];

@@ -3,7 +3,7 @@ import { isServable, MAX_SERVABLE } from '../servable.js';
 /**
  * What a value becomes before it is served: clamped to the query's band,
  * then made KEDA-safe — finite, ≥ 0, at most 3 decimals, and inside the
- * servable range (docs/failsafe.md "Servable range").
+ * servable range (docs/api.md#answers, docs/failsafe.md#servable-range).
  */
 export interface ClampBand {
   readonly clampMin: number | undefined;

@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { compileCatalogue } from '../../src/catalogue/compile.js';
 import { parseCatalogueText } from '../../src/catalogue/parse.js';
+import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
 import { capturingLogger, makeApp } from './helpers.js';
 
 /** Issue 9 item 11: a deadline KEDA cannot wait for is logged at load and at a reload that changes it. */
-const DBS = { dataDatabase: 'dfe', otelDatabase: 'otel' };
+const DBS = { dataDatabase: 'dfe', otelDatabase: 'otel', builtins: SHIM_CATALOGUE_BUILTINS };
 const catalogue = (yaml: string) => [...compileCatalogue([parseCatalogueText(yaml, 'override.yaml')], DBS).values()];
 const NO_CLICKHOUSE = { backend: 'server' as const, target: 'none', client: undefined as never };
 
