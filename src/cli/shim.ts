@@ -61,6 +61,7 @@ export async function startShim(options: StartShimOptions): Promise<RunningShim>
     dataDatabase: config.clickhouse.dataDatabase,
     otelDatabase: config.clickhouse.otelDatabase,
     reloadIntervalMs: config.shim.reloadIntervalMs,
+    maxQueries: config.shim.maxQueries,
     clock,
   });
   const owned = options.clickhouse === undefined;

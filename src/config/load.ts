@@ -31,6 +31,8 @@ export interface ShimConfig {
   readonly overridePath: string | undefined;
   readonly cacheMaxKeys: number;
   readonly reloadIntervalMs: number;
+  /** Queries one catalogue file may define (a bigger file is rejected before it is turned into objects). */
+  readonly maxQueries: number;
   readonly auth: {
     readonly mode: 'none' | 'bearer' | 'apiKey' | 'basic';
     readonly tokenFile: string | undefined;
@@ -171,6 +173,7 @@ function build(e: ParsedEnv): AppConfig {
       overridePath: e.DFE_KEDA_SHIM_QUERY_CONFIG,
       cacheMaxKeys: e.DFE_KEDA_SHIM_CACHE_MAX_KEYS,
       reloadIntervalMs: e.DFE_KEDA_SHIM_RELOAD_INTERVAL_MS,
+      maxQueries: e.DFE_KEDA_SHIM_MAX_QUERIES,
       auth: {
         mode: e.DFE_KEDA_SHIM_AUTH_MODE,
         tokenFile: e.DFE_KEDA_SHIM_AUTH_TOKEN_FILE,

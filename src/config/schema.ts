@@ -63,6 +63,7 @@ export const envSchema = z.object({
   DFE_KEDA_SHIM_OTEL_DATABASE: databaseName.optional(),
   DFE_KEDA_SHIM_CACHE_MAX_KEYS: positiveInteger.default(10_000),
   DFE_KEDA_SHIM_RELOAD_INTERVAL_MS: positiveNumber.default(2_000),
+  DFE_KEDA_SHIM_MAX_QUERIES: positiveInteger.default(1_000),
   DFE_KEDA_SHIM_AUTH_MODE: z.enum(['none', 'bearer', 'apiKey', 'basic']).default('none'),
   DFE_KEDA_SHIM_AUTH_TOKEN_FILE: z.string().min(1).optional(),
   DFE_KEDA_SHIM_AUTH_USERNAME_FILE: z.string().min(1).optional(),

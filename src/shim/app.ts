@@ -49,7 +49,9 @@ export const shimPlugin: FastifyPluginAsync<{ ctx: ShimContext }> = async (app, 
 function onCatalogueEvent(ctx: ShimContext, logger: Logger, event: CatalogueEvent): void {
   if (event.kind === 'rejected') {
     ctx.metrics.reloads.inc({ result: 'rejected' });
-    logger.error({ file: event.file, reason: describeError(event.error) }, 'catalogue reload rejected; the previous catalogue keeps serving');
+    const fields = { file: event.file, reason: describeError(event.error) };
+    if (event.empty === true) logger.warn(fields, 'catalogue file is empty (a write in progress?); the previous catalogue keeps serving');
+    else logger.error(fields, 'catalogue reload rejected; the previous catalogue keeps serving');
     return;
   }
   ctx.metrics.reloads.inc({ result: 'applied' });
