@@ -11,6 +11,12 @@ import { placeholderNames, replaceSentinels } from './sentinels.js';
 export interface CatalogueDatabases {
   readonly dataDatabase: string;
   readonly otelDatabase: string;
+  /**
+   * Request parameters the shim reads itself beyond `hold` and `api_key`: the
+   * configured API-key parameter (DFE_KEDA_SHIM_AUTH_API_KEY_PARAM). A query
+   * may not declare one, or the key would be bound and cached.
+   */
+  readonly reservedParams?: readonly string[] | undefined;
 }
 
 export function resolveDatabase(database: string, dbs: CatalogueDatabases): string {
@@ -71,6 +77,16 @@ export function fingerprintOf(query: Omit<CompiledQuery, 'fingerprint'>): string
 
 export function compileQuery(q: MergedQuery, dbs: CatalogueDatabases): CompiledQuery {
   const { definition, source } = checkQuery(q);
+  const reserved = definition.params.find((name) => dbs.reservedParams?.includes(name));
+  if (reserved !== undefined) {
+    throw catalogueInvalid({
+      file: q.origin['params'] ?? q.file,
+      query: q.name,
+      key: 'params',
+      value: reserved,
+      problem: 'is reserved by the shim (DFE_KEDA_SHIM_AUTH_API_KEY_PARAM: the API key) and cannot be declared',
+    });
+  }
   const databaseName = resolveDatabase(definition.database, dbs);
   const sql = sourceSql(source, databaseName);
   checkPlaceholders(q, definition, sql);

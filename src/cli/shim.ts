@@ -62,6 +62,7 @@ export async function startShim(options: StartShimOptions): Promise<RunningShim>
     otelDatabase: config.clickhouse.otelDatabase,
     reloadIntervalMs: config.shim.reloadIntervalMs,
     maxQueries: config.shim.maxQueries,
+    reservedParams: config.shim.auth.mode === 'apiKey' ? [config.shim.auth.apiKeyParam] : [],
     clock,
   });
   const owned = options.clickhouse === undefined;

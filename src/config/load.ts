@@ -38,8 +38,12 @@ export interface ShimConfig {
     readonly tokenFile: string | undefined;
     readonly usernameFile: string | undefined;
     readonly passwordFile: string | undefined;
+    /** apiKey mode: the header and the query parameter KEDA sends the key in (its keyParamName). */
+    readonly apiKeyHeader: string;
+    readonly apiKeyParam: string;
   };
-  readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined;
+  /** `clientCaFile`: KEDA must present a client certificate signed by it (mutual TLS). */
+  readonly tls: { readonly certFile: string; readonly keyFile: string; readonly clientCaFile: string | undefined } | undefined;
 }
 
 export interface RunnerConfig {
@@ -144,8 +148,13 @@ function build(e: ParsedEnv): AppConfig {
   }
   const tls =
     e.DFE_KEDA_SHIM_TLS_CERT_FILE && e.DFE_KEDA_SHIM_TLS_KEY_FILE
-      ? { certFile: e.DFE_KEDA_SHIM_TLS_CERT_FILE, keyFile: e.DFE_KEDA_SHIM_TLS_KEY_FILE }
+      ? { certFile: e.DFE_KEDA_SHIM_TLS_CERT_FILE, keyFile: e.DFE_KEDA_SHIM_TLS_KEY_FILE, clientCaFile: e.DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE }
       : undefined;
+  if (e.DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE && !tls) {
+    throw new DfeError('CONFIG_INVALID', 'DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE (client certificates) needs TLS: set DFE_KEDA_SHIM_TLS_CERT_FILE and DFE_KEDA_SHIM_TLS_KEY_FILE', {
+      key: 'DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE',
+    });
+  }
   if (Boolean(e.DFE_KEDA_SHIM_TLS_CERT_FILE) !== Boolean(e.DFE_KEDA_SHIM_TLS_KEY_FILE)) {
     throw new DfeError('CONFIG_INVALID', 'DFE_KEDA_SHIM_TLS_CERT_FILE and DFE_KEDA_SHIM_TLS_KEY_FILE go together', {
       key: e.DFE_KEDA_SHIM_TLS_CERT_FILE ? 'DFE_KEDA_SHIM_TLS_KEY_FILE' : 'DFE_KEDA_SHIM_TLS_CERT_FILE',
@@ -179,6 +188,8 @@ function build(e: ParsedEnv): AppConfig {
         tokenFile: e.DFE_KEDA_SHIM_AUTH_TOKEN_FILE,
         usernameFile: e.DFE_KEDA_SHIM_AUTH_USERNAME_FILE,
         passwordFile: e.DFE_KEDA_SHIM_AUTH_PASSWORD_FILE,
+        apiKeyHeader: e.DFE_KEDA_SHIM_AUTH_API_KEY_HEADER,
+        apiKeyParam: e.DFE_KEDA_SHIM_AUTH_API_KEY_PARAM,
       },
       tls,
     },

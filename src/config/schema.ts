@@ -68,7 +68,19 @@ export const envSchema = z.object({
   DFE_KEDA_SHIM_AUTH_TOKEN_FILE: z.string().min(1).optional(),
   DFE_KEDA_SHIM_AUTH_USERNAME_FILE: z.string().min(1).optional(),
   DFE_KEDA_SHIM_AUTH_PASSWORD_FILE: z.string().min(1).optional(),
+  DFE_KEDA_SHIM_AUTH_API_KEY_HEADER: z
+    .string()
+    .trim()
+    .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/, { message: 'must be an HTTP header name (KEDA keyParamName, method: header)' })
+    .default('X-API-KEY'),
+  DFE_KEDA_SHIM_AUTH_API_KEY_PARAM: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z0-9_.-]{1,100}$/, { message: 'must be a query parameter name of [A-Za-z0-9_.-] (KEDA keyParamName, method: query)' })
+    .refine((name) => name !== 'hold', { message: 'must not be "hold" (the trigger target)' })
+    .default('api_key'),
   DFE_KEDA_SHIM_TLS_CERT_FILE: z.string().min(1).optional(),
+  DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE: z.string().min(1).optional(),
   DFE_KEDA_SHIM_TLS_KEY_FILE: z.string().min(1).optional(),
   DFE_HUNTS_DIR: z.string().min(1).default('./hunts'),
   DFE_ENGINE_HUNTS_PHASE_SPREAD_FRACTION: z

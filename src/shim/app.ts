@@ -7,7 +7,7 @@ import { systemClock, type Clock } from '../clock.js';
 import type { ShimConfig } from '../config/load.js';
 import { DfeError, describeError, showValue } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
-import { assertAuthConfig } from './auth.js';
+import { AuthGuard } from './auth.js';
 import type { ShimContext } from './context.js';
 import { shimErrorHandler } from './error-handler.js';
 import { QueryExecutor } from './executor.js';
@@ -81,7 +81,8 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
   const logger = deps.logger ?? silentLogger();
   const clock = deps.clock ?? systemClock;
   const shim = deps.config.shim;
-  assertAuthConfig(shim.auth);
+  const auth = new AuthGuard(shim.auth, logger);
+  await auth.prime();
   const metrics = new ShimMetrics(deps.registry);
   const status = new StatusBoard(clock);
   const executor = new QueryExecutor({
@@ -98,6 +99,7 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
     clickhouse: deps.clickhouse,
     shim,
     executor,
+    auth,
     metrics,
     status,
     lifecycle: { state: 'starting' },

@@ -48,3 +48,12 @@ describe('an override replacing sql under built-in binds', () => {
     expect({ file: err.file, key: err.key, value: err.value }).toEqual({ file: OVER, key: 'binds', value: 'extra' });
   });
 });
+
+describe('the configured API-key parameter is reserved (issue 9 item 12)', () => {
+  it('a query may not declare it: the key would be bound and cached', () => {
+    const layers = [parseCatalogueText('queries:\n  p: {sql: "SELECT {shim_key:String} AS value", params: [shim_key]}\n', OVER)];
+    const err = errorOf(() => compileCatalogue(layers, { ...DBS, reservedParams: ['shim_key'] }));
+    expect({ file: err.file, key: err.key, value: err.value }).toEqual({ file: OVER, key: 'params', value: 'shim_key' });
+    expect([...compileCatalogue(layers, DBS).keys()]).toEqual(['p']);
+  });
+});
