@@ -79,14 +79,42 @@ export const FLAG_TO_ENV: Readonly<Record<string, keyof z.input<typeof envSchema
   'runner-id': 'DFE_HUNT_RUNNER_ID',
 });
 
-function pickEnv(env: NodeJS.ProcessEnv): Record<string, string> {
-  const out: Record<string, string> = {};
+/**
+ * The original shim's variable names, read as fallbacks so its users can move
+ * over without renaming (README, "Migrating"): the `DFE_*` name wins when both
+ * are set.
+ */
+export const LEGACY_ENV: Readonly<Record<string, keyof z.input<typeof envSchema>>> = Object.freeze({
+  CLICKHOUSE_HOST: 'DFE_CLICKHOUSE_HOST',
+  CLICKHOUSE_PORT: 'DFE_CLICKHOUSE_PORT',
+  CLICKHOUSE_USER: 'DFE_CLICKHOUSE_USERNAME',
+  CLICKHOUSE_PASSWORD: 'DFE_CLICKHOUSE_PASSWORD',
+  CLICKHOUSE_DATABASE: 'DFE_CLICKHOUSE_DATA_DATABASE',
+  CLICKHOUSE_SECURE: 'DFE_CLICKHOUSE_SECURE',
+  CLICKHOUSE_VERIFY: 'DFE_CLICKHOUSE_VERIFY',
+  CLICKHOUSE_CA_CERT: 'DFE_CLICKHOUSE_CA_CERT',
+});
+
+/** Variables as the schema sees them, and for each the name it was read from (an error names that one). */
+function pickEnv(env: NodeJS.ProcessEnv): { raw: Record<string, string>; source: Record<string, string> } {
+  const raw: Record<string, string> = {};
+  const source: Record<string, string> = {};
   for (const key of Object.keys(envSchema.shape)) {
     const value = env[key];
     // An empty variable means "unset" (Helm renders absent values as "").
-    if (value !== undefined && value !== '') out[key] = value;
+    if (value !== undefined && value !== '') {
+      raw[key] = value;
+      source[key] = key;
+    }
   }
-  return out;
+  for (const [legacy, key] of Object.entries(LEGACY_ENV)) {
+    const value = env[legacy];
+    if (raw[key] === undefined && value !== undefined && value !== '') {
+      raw[key] = value;
+      source[key] = legacy;
+    }
+  }
+  return { raw, source };
 }
 
 function deepFreeze<T>(value: T): T {
@@ -119,7 +147,7 @@ export function maskUrlCredentials(value: string): string {
 
 /** What an error message may show of a variable's value: never a password. */
 function shownValue(key: string, value: string | undefined): string {
-  if (key === 'DFE_CLICKHOUSE_PASSWORD') return '[redacted]';
+  if (key === 'DFE_CLICKHOUSE_PASSWORD' || key === 'CLICKHOUSE_PASSWORD') return '[redacted]';
   if (key === 'DFE_CLICKHOUSE_URL' && value !== undefined) return showValue(maskUrlCredentials(value));
   return showValue(value);
 }
@@ -213,10 +241,13 @@ function build(e: ParsedEnv): AppConfig {
  * credentials: the password is never echoed, nor the `user:password@` of a URL.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: Record<string, string | undefined> = {}): AppConfig {
-  const raw = pickEnv(env);
+  const { raw, source } = pickEnv(env);
   for (const [flag, value] of Object.entries(flags)) {
     const key = FLAG_TO_ENV[flag];
-    if (key !== undefined && value !== undefined) raw[key] = value;
+    if (key !== undefined && value !== undefined) {
+      raw[key] = value;
+      source[key] = key;
+    }
   }
   const parsed = envSchema.safeParse(raw);
   if (!parsed.success) {
@@ -224,7 +255,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: Record<s
     const key = String(issue?.path[0] ?? 'environment');
     const shown = shownValue(key, raw[key]);
     const viaFlag = Object.entries(FLAG_TO_ENV).find(([flag, k]) => k === key && flags[flag] !== undefined)?.[0];
-    const where = viaFlag ? `--${viaFlag}` : key;
+    const named = source[key] ?? key;
+    const where = viaFlag ? `--${viaFlag}` : named === key ? key : `${named} (fallback for ${key})`;
     throw new DfeError('CONFIG_INVALID', `invalid ${where}=${shown}: ${issue?.message ?? 'invalid'}`, { key, value: shown });
   }
   return deepFreeze(build(parsed.data));

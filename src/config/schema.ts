@@ -46,7 +46,7 @@ export const envSchema = z.object({
   DFE_CLICKHOUSE_URL: z.string().trim().url({ message: 'must be a URL such as https://host:8443' }).optional(),
   DFE_CLICKHOUSE_HOST: z.string().trim().min(1).optional(),
   DFE_CLICKHOUSE_PORT: port('DFE_CLICKHOUSE_PORT').default(8123),
-  DFE_CLICKHOUSE_SECURE: bool.default(false),
+  DFE_CLICKHOUSE_SECURE: bool.default(true),
   DFE_CLICKHOUSE_VERIFY: bool.default(true),
   DFE_CLICKHOUSE_CA_CERT: z.string().min(1).optional(),
   DFE_CLICKHOUSE_USERNAME: z.string().default('default'),

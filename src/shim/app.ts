@@ -14,6 +14,7 @@ import { QueryExecutor } from './executor.js';
 import { ShimMetrics } from './metrics.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
+import { openApiRoutes } from './routes/openapi.js';
 import { queryRoutes } from './routes/query.js';
 import { statusRoutes } from './routes/status.js';
 import { StatusBoard } from './status-board.js';
@@ -43,6 +44,7 @@ export const shimPlugin: FastifyPluginAsync<{ ctx: ShimContext }> = async (app, 
   await app.register(async (scope) => healthRoutes(scope, ctx));
   await app.register(async (scope) => metricsRoutes(scope, ctx));
   await app.register(async (scope) => statusRoutes(scope, ctx));
+  await app.register(async (scope) => openApiRoutes(scope, ctx));
   await app.register(async (scope) => queryRoutes(scope, ctx));
 };
 
