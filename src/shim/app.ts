@@ -106,8 +106,17 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
     status,
     lifecycle: { state: 'starting' },
   };
+  // Mutual TLS (docs/security.md): with a client CA, the TLS handshake itself
+  // refuses a client without a certificate signed by it — before any HTTP.
+  const clientCa = shim.tls?.clientCaFile;
   const https = shim.tls
-    ? { cert: readConfiguredFile(shim.tls.certFile, 'DFE_KEDA_SHIM_TLS_CERT_FILE'), key: readConfiguredFile(shim.tls.keyFile, 'DFE_KEDA_SHIM_TLS_KEY_FILE') }
+    ? {
+        cert: readConfiguredFile(shim.tls.certFile, 'DFE_KEDA_SHIM_TLS_CERT_FILE'),
+        key: readConfiguredFile(shim.tls.keyFile, 'DFE_KEDA_SHIM_TLS_KEY_FILE'),
+        ...(clientCa === undefined
+          ? {}
+          : { ca: readConfiguredFile(clientCa, 'DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE'), requestCert: true, rejectUnauthorized: true }),
+      }
     : null;
   // The https option changes Fastify's server generic; routes do not care which server carries them.
   const app = Fastify({
