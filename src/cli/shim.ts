@@ -8,7 +8,7 @@ import { openClickHouse, type ClickHouseHandle } from '../clickhouse/client.js';
 import { systemClock, type Clock } from '../clock.js';
 import { loadConfig, type AppConfig } from '../config/load.js';
 import { DfeError, describeError, isDfeError } from '../errors.js';
-import { createLogger, type Logger } from '../log.js';
+import { apiKeyRedactPaths, createLogger, type Logger } from '../log.js';
 import { buildShimApp } from '../shim/app.js';
 import { installSignals, listenShim } from '../shim/server.js';
 
@@ -54,7 +54,8 @@ export interface RunningShim {
 export async function startShim(options: StartShimOptions): Promise<RunningShim> {
   const { config } = options;
   const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? createLogger(config.log);
+  const { apiKeyHeader, apiKeyParam } = config.shim.auth;
+  const logger = options.logger ?? createLogger({ ...config.log, redact: apiKeyRedactPaths(apiKeyHeader, apiKeyParam) });
   const catalogue = await CatalogueStore.open({
     builtinPath: config.shim.builtinCataloguePath,
     overridePath: config.shim.overridePath,

@@ -176,3 +176,15 @@ describe('API key names', () => {
     expect(shimConfig({}).auth).toMatchObject({ apiKeyHeader: 'X-API-KEY', apiKeyParam: 'api_key' });
   });
 });
+
+describe('a renamed API-key header or parameter is redacted like the defaults', () => {
+  it('never reaches a log line', async () => {
+    const { pino } = await import('pino');
+    const { apiKeyRedactPaths, loggerOptions } = await import('../../src/log.js');
+    const lines: string[] = [];
+    const logger = pino(loggerOptions({ level: 'info', format: 'json', redact: apiKeyRedactPaths('X-Shim-Key', 'shim.key') }), { write: (l: string) => void lines.push(l) });
+    logger.info({ req: { headers: { 'x-shim-key': 'SECRET-H' }, query: { 'shim.key': 'SECRET-Q', other: 'kept' } } }, 'request');
+    expect(lines.join('')).not.toMatch(/SECRET-[HQ]/);
+    expect(lines.join('')).toContain('kept');
+  });
+});
