@@ -5,9 +5,10 @@ import { readYamlText, type YamlOutcome } from './yaml-text.js';
 /**
  * Runs readYamlText in a worker thread, so a large or slow catalogue never
  * holds the event loop that answers KEDA (docs/catalogue.md, "Limits"). A
- * worker that runs past `timeoutMs` or past its heap cap is terminated. What comes back is the plain
- * value (structured clone keeps `.inf`, `.nan` and own `__proto__` keys as
- * they were); zod validation of it is cheap and stays on the main thread.
+ * worker that runs past `timeoutMs` or past its heap cap is terminated. What
+ * comes back is the plain value (structured clone keeps `.inf`, `.nan` and own
+ * `__proto__` keys as they were); zod validation of it is cheap and stays on
+ * the main thread.
  *
  * The worker's code is readYamlText's own source (it is self-contained), run
  * with the `yaml` package resolved from here: it works the same from the

@@ -137,7 +137,7 @@ export class CatalogueStore implements CatalogueProvider {
       this.rejectedHashes = undefined;
       return 'unchanged';
     }
-    // The same bad content as last time: not parsed again (a parse runs in a worker; the interval would spawn one per tick).
+    // The same bad content as last time: not parsed again (the interval would re-parse it every tick).
     if (!explicit && hashes === this.rejectedHashes) return 'rejected';
     let next: Catalogue;
     try {
