@@ -5,11 +5,11 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Clock } from '../clock.js';
 import { DfeError, describeError } from '../errors.js';
-import { compileCatalogue, type CatalogueDatabases } from './compile.js';
+import { compileCatalogue, type CatalogueInputs } from './compile.js';
 import { parseCatalogueTextOffThread, type Layer, type ParseLimits } from './parse.js';
 import type { Catalogue } from './types.js';
 
-export interface LoadCatalogueOptions extends CatalogueDatabases {
+export interface LoadCatalogueOptions extends CatalogueInputs {
   /** The built-in catalogue. Default: the package's `queries/queries.yaml`. */
   readonly builtinPath?: string | undefined;
   /** The override (DFE_KEDA_SHIM_QUERY_CONFIG). Default: none. When set, it must exist. */
@@ -117,7 +117,7 @@ export async function readCatalogueFiles(options: Pick<LoadCatalogueOptions, 'bu
  */
 export async function buildCatalogue(
   files: CatalogueFiles,
-  options: CatalogueDatabases & ParseLimits,
+  options: CatalogueInputs & ParseLimits,
   loadedAtMs: number,
 ): Promise<Catalogue> {
   const limits = { maxQueries: options.maxQueries, timeoutMs: options.timeoutMs };

@@ -5,7 +5,8 @@ import { DfeError, describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 
 /**
- * Optional auth of the query routes (docs/security.md), matching what KEDA's
+ * Optional auth of the query routes (docs/security.md#auth-modes-of-the-query-routes,
+ * docs/api.md#auth-and-tls), matching what KEDA's
  * TriggerAuthentication sends to a metrics-api trigger. Secrets are read from
  * their files at every check, so a rotated mounted Secret (kubelet swaps the
  * `..data` symlink) works without a restart; reading a few bytes per KEDA poll

@@ -12,6 +12,7 @@ import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config/load.js';
 import { DfeError, isDfeError } from '../../src/errors.js';
 import { buildShimApp } from '../../src/shim/app.js';
+import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 
 /**
@@ -21,7 +22,7 @@ import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
  * the YAML is parsed in a worker thread while polls keep being answered.
  */
 const dir = mkdtempSync(join(tmpdir(), 'dfe-catalogue-limits-'));
-const DBS = { dataDatabase: 'dfe', otelDatabase: 'otel', clock: new ManualClock(0) };
+const DBS = { dataDatabase: 'dfe', otelDatabase: 'otel', builtins: SHIM_CATALOGUE_BUILTINS, clock: new ManualClock(0) };
 const BUILTIN = join(dir, 'builtin.yaml');
 let db: TestDatabase;
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { compileCatalogue } from '../../src/catalogue/compile.js';
 import { parseCatalogueText } from '../../src/catalogue/parse.js';
 import { DfeError } from '../../src/errors.js';
+import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
 
 /**
  * issue 9 item 16: an override that replaces a built-in's `sql` while the
@@ -10,7 +11,7 @@ import { DfeError } from '../../src/errors.js';
  */
 const BASE = '/etc/builtin/queries.yaml';
 const OVER = '/etc/dfe/override.yaml';
-const DBS = { dataDatabase: 'dfe', otelDatabase: 'otel' };
+const DBS = { dataDatabase: 'dfe', otelDatabase: 'otel', builtins: SHIM_CATALOGUE_BUILTINS };
 const BUILTIN = 'queries:\n  p:\n    sql: "SELECT {w:UInt32} AS value"\n    binds: {w: 60}\n';
 
 const compile = (override: string) => compileCatalogue([parseCatalogueText(BUILTIN, BASE), parseCatalogueText(override, OVER)], DBS);

@@ -8,6 +8,7 @@ import { CatalogueStore } from '../../src/catalogue/store.js';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config/load.js';
 import { buildShimApp } from '../../src/shim/app.js';
+import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { capturingLogger } from '../shim/helpers.js';
 
@@ -74,6 +75,7 @@ async function serve(overridePath: string) {
     overridePath,
     dataDatabase: db.database,
     otelDatabase: db.database,
+    builtins: SHIM_CATALOGUE_BUILTINS,
     clock: new ManualClock(0),
     reloadIntervalMs: 50,
     watchDebounceMs: 10,
