@@ -33,13 +33,19 @@ export interface ShimConfig {
   readonly overridePath: string | undefined;
   readonly cacheMaxKeys: number;
   readonly reloadIntervalMs: number;
+  /** Queries one catalogue file may define (a bigger file is rejected before it is turned into objects). */
+  readonly maxQueries: number;
   readonly auth: {
     readonly mode: 'none' | 'bearer' | 'apiKey' | 'basic';
     readonly tokenFile: string | undefined;
     readonly usernameFile: string | undefined;
     readonly passwordFile: string | undefined;
+    /** apiKey mode: the header and the query parameter KEDA sends the key in (its keyParamName). */
+    readonly apiKeyHeader: string;
+    readonly apiKeyParam: string;
   };
-  readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined;
+  /** `clientCaFile`: KEDA must present a client certificate signed by it (mutual TLS). */
+  readonly tls: { readonly certFile: string; readonly keyFile: string; readonly clientCaFile: string | undefined } | undefined;
 }
 
 /** Load smoothing (docs/smoothing.md); each setting's env twin is DFE_HUNT_SMOOTHING_<NAME>. */
@@ -117,14 +123,42 @@ export const FLAG_TO_ENV: Readonly<Record<string, keyof z.input<typeof envSchema
   weights: 'DFE_HUNT_SMOOTHING_WEIGHTS',
 });
 
-function pickEnv(env: NodeJS.ProcessEnv): Record<string, string> {
-  const out: Record<string, string> = {};
+/**
+ * The original shim's variable names, read as fallbacks so its users can move
+ * over without renaming (README, "Migrating"): the `DFE_*` name wins when both
+ * are set.
+ */
+export const LEGACY_ENV: Readonly<Record<string, keyof z.input<typeof envSchema>>> = Object.freeze({
+  CLICKHOUSE_HOST: 'DFE_CLICKHOUSE_HOST',
+  CLICKHOUSE_PORT: 'DFE_CLICKHOUSE_PORT',
+  CLICKHOUSE_USER: 'DFE_CLICKHOUSE_USERNAME',
+  CLICKHOUSE_PASSWORD: 'DFE_CLICKHOUSE_PASSWORD',
+  CLICKHOUSE_DATABASE: 'DFE_CLICKHOUSE_DATA_DATABASE',
+  CLICKHOUSE_SECURE: 'DFE_CLICKHOUSE_SECURE',
+  CLICKHOUSE_VERIFY: 'DFE_CLICKHOUSE_VERIFY',
+  CLICKHOUSE_CA_CERT: 'DFE_CLICKHOUSE_CA_CERT',
+});
+
+/** Variables as the schema sees them, and for each the name it was read from (an error names that one). */
+function pickEnv(env: NodeJS.ProcessEnv): { raw: Record<string, string>; source: Record<string, string> } {
+  const raw: Record<string, string> = {};
+  const source: Record<string, string> = {};
   for (const key of Object.keys(envSchema.shape)) {
     const value = env[key];
     // An empty variable means "unset" (Helm renders absent values as "").
-    if (value !== undefined && value !== '') out[key] = value;
+    if (value !== undefined && value !== '') {
+      raw[key] = value;
+      source[key] = key;
+    }
   }
-  return out;
+  for (const [legacy, key] of Object.entries(LEGACY_ENV)) {
+    const value = env[legacy];
+    if (raw[key] === undefined && value !== undefined && value !== '') {
+      raw[key] = value;
+      source[key] = legacy;
+    }
+  }
+  return { raw, source };
 }
 
 function deepFreeze<T>(value: T): T {
@@ -157,7 +191,7 @@ export function maskUrlCredentials(value: string): string {
 
 /** What an error message may show of a variable's value: never a password. */
 function shownValue(key: string, value: string | undefined): string {
-  if (key === 'DFE_CLICKHOUSE_PASSWORD') return '[redacted]';
+  if (key === 'DFE_CLICKHOUSE_PASSWORD' || key === 'CLICKHOUSE_PASSWORD') return '[redacted]';
   if (key === 'DFE_CLICKHOUSE_URL' && value !== undefined) return showValue(maskUrlCredentials(value));
   return showValue(value);
 }
@@ -186,8 +220,13 @@ function build(e: ParsedEnv): AppConfig {
   }
   const tls =
     e.DFE_KEDA_SHIM_TLS_CERT_FILE && e.DFE_KEDA_SHIM_TLS_KEY_FILE
-      ? { certFile: e.DFE_KEDA_SHIM_TLS_CERT_FILE, keyFile: e.DFE_KEDA_SHIM_TLS_KEY_FILE }
+      ? { certFile: e.DFE_KEDA_SHIM_TLS_CERT_FILE, keyFile: e.DFE_KEDA_SHIM_TLS_KEY_FILE, clientCaFile: e.DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE }
       : undefined;
+  if (e.DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE && !tls) {
+    throw new DfeError('CONFIG_INVALID', 'DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE (client certificates) needs TLS: set DFE_KEDA_SHIM_TLS_CERT_FILE and DFE_KEDA_SHIM_TLS_KEY_FILE', {
+      key: 'DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE',
+    });
+  }
   if (Boolean(e.DFE_KEDA_SHIM_TLS_CERT_FILE) !== Boolean(e.DFE_KEDA_SHIM_TLS_KEY_FILE)) {
     throw new DfeError('CONFIG_INVALID', 'DFE_KEDA_SHIM_TLS_CERT_FILE and DFE_KEDA_SHIM_TLS_KEY_FILE go together', {
       key: e.DFE_KEDA_SHIM_TLS_CERT_FILE ? 'DFE_KEDA_SHIM_TLS_KEY_FILE' : 'DFE_KEDA_SHIM_TLS_CERT_FILE',
@@ -216,11 +255,14 @@ function build(e: ParsedEnv): AppConfig {
       overridePath: e.DFE_KEDA_SHIM_QUERY_CONFIG,
       cacheMaxKeys: e.DFE_KEDA_SHIM_CACHE_MAX_KEYS,
       reloadIntervalMs: e.DFE_KEDA_SHIM_RELOAD_INTERVAL_MS,
+      maxQueries: e.DFE_KEDA_SHIM_MAX_QUERIES,
       auth: {
         mode: e.DFE_KEDA_SHIM_AUTH_MODE,
         tokenFile: e.DFE_KEDA_SHIM_AUTH_TOKEN_FILE,
         usernameFile: e.DFE_KEDA_SHIM_AUTH_USERNAME_FILE,
         passwordFile: e.DFE_KEDA_SHIM_AUTH_PASSWORD_FILE,
+        apiKeyHeader: e.DFE_KEDA_SHIM_AUTH_API_KEY_HEADER,
+        apiKeyParam: e.DFE_KEDA_SHIM_AUTH_API_KEY_PARAM,
       },
       tls,
     },
@@ -263,10 +305,13 @@ function build(e: ParsedEnv): AppConfig {
  * credentials: the password is never echoed, nor the `user:password@` of a URL.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: Record<string, string | undefined> = {}): AppConfig {
-  const raw = pickEnv(env);
+  const { raw, source } = pickEnv(env);
   for (const [flag, value] of Object.entries(flags)) {
     const key = FLAG_TO_ENV[flag];
-    if (key !== undefined && value !== undefined) raw[key] = value;
+    if (key !== undefined && value !== undefined) {
+      raw[key] = value;
+      source[key] = key;
+    }
   }
   const parsed = envSchema.safeParse(raw);
   if (!parsed.success) {
@@ -274,7 +319,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: Record<s
     const key = String(issue?.path[0] ?? 'environment');
     const shown = shownValue(key, raw[key]);
     const viaFlag = Object.entries(FLAG_TO_ENV).find(([flag, k]) => k === key && flags[flag] !== undefined)?.[0];
-    const where = viaFlag ? `--${viaFlag}` : key;
+    const named = source[key] ?? key;
+    const where = viaFlag ? `--${viaFlag}` : named === key ? key : `${named} (fallback for ${key})`;
     throw new DfeError('CONFIG_INVALID', `invalid ${where}=${shown}: ${issue?.message ?? 'invalid'}`, { key, value: shown });
   }
   return deepFreeze(build(parsed.data));

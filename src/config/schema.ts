@@ -91,7 +91,7 @@ export const envSchema = z.object({
   DFE_CLICKHOUSE_URL: z.string().trim().url({ message: 'must be a URL such as https://host:8443' }).optional(),
   DFE_CLICKHOUSE_HOST: z.string().trim().min(1).optional(),
   DFE_CLICKHOUSE_PORT: port('DFE_CLICKHOUSE_PORT').default(8123),
-  DFE_CLICKHOUSE_SECURE: bool.default(false),
+  DFE_CLICKHOUSE_SECURE: bool.default(true),
   DFE_CLICKHOUSE_VERIFY: bool.default(true),
   DFE_CLICKHOUSE_CA_CERT: z.string().min(1).optional(),
   DFE_CLICKHOUSE_USERNAME: z.string().default('default'),
@@ -110,11 +110,24 @@ export const envSchema = z.object({
   DFE_KEDA_SHIM_OTEL_DATABASE: databaseName.optional(),
   DFE_KEDA_SHIM_CACHE_MAX_KEYS: positiveInteger.default(10_000),
   DFE_KEDA_SHIM_RELOAD_INTERVAL_MS: positiveNumber.default(2_000),
+  DFE_KEDA_SHIM_MAX_QUERIES: positiveInteger.default(1_000),
   DFE_KEDA_SHIM_AUTH_MODE: z.enum(['none', 'bearer', 'apiKey', 'basic']).default('none'),
   DFE_KEDA_SHIM_AUTH_TOKEN_FILE: z.string().min(1).optional(),
   DFE_KEDA_SHIM_AUTH_USERNAME_FILE: z.string().min(1).optional(),
   DFE_KEDA_SHIM_AUTH_PASSWORD_FILE: z.string().min(1).optional(),
+  DFE_KEDA_SHIM_AUTH_API_KEY_HEADER: z
+    .string()
+    .trim()
+    .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/, { message: 'must be an HTTP header name (KEDA keyParamName, method: header)' })
+    .default('X-API-KEY'),
+  DFE_KEDA_SHIM_AUTH_API_KEY_PARAM: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z0-9_.-]{1,100}$/, { message: 'must be a query parameter name of [A-Za-z0-9_.-] (KEDA keyParamName, method: query)' })
+    .refine((name) => name !== 'hold', { message: 'must not be "hold" (the trigger target)' })
+    .default('api_key'),
   DFE_KEDA_SHIM_TLS_CERT_FILE: z.string().min(1).optional(),
+  DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE: z.string().min(1).optional(),
   DFE_KEDA_SHIM_TLS_KEY_FILE: z.string().min(1).optional(),
   DFE_HUNTS_DIR: z.string().min(1).default('./hunts'),
   DFE_ENGINE_HUNTS_PHASE_SPREAD_FRACTION: z

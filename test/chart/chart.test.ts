@@ -65,6 +65,16 @@ const MATRIX: Record<string, object> = {
     huntRunner: { clickhouse: { username: 'dfe_hunt_runner' }, autoscaling: { enabled: true } },
   },
   'runner only': { ...CH, kedaShim: { enabled: false } },
+  'apiKey in a renamed query parameter': {
+    ...CH,
+    kedaShim: { auth: { enabled: true, mode: 'apiKey', existingSecret: 'shim-auth', apiKey: { method: 'query', header: 'X-Shim-Key', param: 'shim_key' } } },
+    huntRunner: { autoscaling: { enabled: true } },
+  },
+  'shim mTLS (KEDA tls auth)': {
+    ...CH,
+    kedaShim: { tls: { enabled: true, existingSecret: 'shim-tls', clientAuth: { enabled: true, caSecret: 'keda-client-ca', kedaSecret: 'keda-client' } } },
+    huntRunner: { autoscaling: { enabled: true } },
+  },
   'ClickHouse CA, shim TLS, extra volumes': {
     clickhouse: { ...CH.clickhouse, caCert: { existingSecret: 'ch-ca', key: 'root.pem' } },
     kedaShim: {
@@ -296,6 +306,35 @@ describe.skipIf(skip)('helm chart', () => {
     expect(envOf(container(one(apiKey, 'Deployment', '-shim'), 'shim')).DFE_KEDA_SHIM_AUTH_TOKEN_FILE).toBe('/etc/dfe-keda-shim/auth/token');
     expect(one(apiKey, 'TriggerAuthentication', '-shim-auth').spec.secretTargetRef).toEqual([{ parameter: 'apiKey', name: 'shim-auth', key: 'token' }]);
     expect(one(apiKey, 'ScaledObject', '-hunt-runner').spec.triggers[0].metadata).toMatchObject({ authMode: 'apiKey', method: 'header', keyParamName: 'X-API-KEY' });
+  });
+
+  it('apiKey names: the shim reads the header and parameter KEDA is told to send (issue 9 item 12)', () => {
+    const { manifests } = render('apiKey in a renamed query parameter');
+    expect(envOf(container(one(manifests, 'Deployment', '-shim'), 'shim'))).toMatchObject({
+      DFE_KEDA_SHIM_AUTH_API_KEY_HEADER: 'X-Shim-Key',
+      DFE_KEDA_SHIM_AUTH_API_KEY_PARAM: 'shim_key',
+    });
+    expect(one(manifests, 'ScaledObject', '-hunt-runner').spec.triggers[0].metadata).toMatchObject({ authMode: 'apiKey', method: 'query', keyParamName: 'shim_key' });
+  });
+
+  it('mTLS: the client CA mounted and named, TCP probes, a TriggerAuthentication in KEDA tls mode (issue 9 item 13)', () => {
+    const { manifests } = render('shim mTLS (KEDA tls auth)');
+    const shim = one(manifests, 'Deployment', '-shim');
+    const c = container(shim, 'shim');
+    expect(envOf(c).DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE).toBe('/etc/dfe-keda-shim/client-ca/ca.crt');
+    expect(podSpec(shim).volumes).toContainEqual({ name: 'client-ca', secret: { secretName: 'keda-client-ca' } });
+    expect(c.volumeMounts).toContainEqual({ name: 'client-ca', mountPath: '/etc/dfe-keda-shim/client-ca', readOnly: true });
+    expect([c.livenessProbe.tcpSocket, c.readinessProbe.tcpSocket, c.livenessProbe.httpGet]).toEqual([{ port: 'http' }, { port: 'http' }, undefined]);
+    const auth = one(manifests, 'TriggerAuthentication', '-shim-auth');
+    expect(auth.spec.secretTargetRef).toEqual([
+      { parameter: 'cert', name: 'keda-client', key: 'tls.crt' },
+      { parameter: 'key', name: 'keda-client', key: 'tls.key' },
+      { parameter: 'ca', name: 'keda-client', key: 'ca.crt' },
+    ]);
+    const trigger = one(manifests, 'ScaledObject', '-hunt-runner').spec.triggers[0];
+    expect(trigger.metadata.authMode).toBe('tls');
+    expect(trigger.metadata.url).toMatch(/^https:/);
+    expect(trigger.authenticationRef).toEqual({ name: auth.metadata.name });
   });
 
   it('ClickHouse CA: the Secret mounted read-only in every container that talks to ClickHouse, DFE_CLICKHOUSE_CA_CERT naming the file', () => {
