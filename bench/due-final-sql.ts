@@ -1,14 +1,14 @@
 import { qualifiedTable } from '../src/clickhouse/identifiers.js';
-import { RUN_STATUS, TABLES } from '../src/hunts/tables.js';
+import { RUN_STATUS, TABLES } from '../src/coordination/tables.js';
 
 /**
  * The comparison baseline for the due-query bench ONLY: the same decision as
- * src/hunts/due-sql.ts written the obvious way, every table read with FINAL and
+ * src/coordination/due-sql.ts written the obvious way, every table read with FINAL and
  * joined (the auto-disable filter written as the product writes it, so the two
  * differ only in shape). Issue 13 asks the product to be no slower than this; the
  * bench checks both count the same hunts before it compares their times. The
  * product differs on purpose: live leases as a set, and hunt_run without FINAL
- * (see docs/tables.md "The due query").
+ * (see docs/tables.md#the-due-query).
  */
 export function dueCountFinalSql(database: string): string {
   const schedule = qualifiedTable(database, TABLES.schedule);

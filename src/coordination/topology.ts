@@ -1,0 +1,79 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import type { ClickHouseSettings } from '@clickhouse/client';
+import type { Topology } from '../config/load.js';
+import { DEFAULT_SCHEMA_OPTIONS, schemaSteps, type ResolvedTopology, type SchemaOptions } from './tables.js';
+
+/**
+ * Topology `auto` (docs/tables.md#topology): a Replicated database → replicated tables in it;
+ * `shard` + `replica` macros → replicated tables ON CLUSTER; else single node.
+ */
+export async function resolveTopology(
+  client: ClickHouseClient,
+  database: string,
+  wanted: Topology,
+  cluster: string,
+): Promise<ResolvedTopology> {
+  if (wanted === 'single') return { kind: 'single' };
+  const engineRows = await client.query({
+    query: 'SELECT engine FROM system.databases WHERE name = {db:String}',
+    query_params: { db: database },
+    format: 'JSONEachRow',
+  });
+  const engines = await engineRows.json<{ engine: string }>();
+  if (engines[0]?.engine === 'Replicated') return { kind: 'replicated-database' };
+  const macroRows = await client.query({
+    query: "SELECT count() AS n FROM system.macros WHERE macro IN ('shard', 'replica')",
+    format: 'JSONEachRow',
+  });
+  const macros = await macroRows.json<{ n: number | string }>();
+  if (Number(macros[0]?.n ?? 0) === 2) return { kind: 'cluster', cluster };
+  return wanted === 'replicated' ? { kind: 'cluster', cluster } : { kind: 'single' };
+}
+
+/**
+ * Quorum settings for coordination reads and writes on replicated tables, so a
+ * claim's read-back sees every competing claim (docs/tables.md#topology).
+ */
+export interface CoordinationSettings {
+  readonly read: ClickHouseSettings;
+  readonly write: ClickHouseSettings;
+}
+
+export function coordinationSettings(topology: ResolvedTopology): CoordinationSettings {
+  if (topology.kind === 'single') return { read: {}, write: {} };
+  return {
+    read: { select_sequential_consistency: '1' },
+    write: { insert_quorum: 'auto', insert_quorum_parallel: 0 },
+  };
+}
+
+/** The table's TTL as the server renders it, or '' when it has none. */
+async function currentTtl(client: ClickHouseClient, database: string, table: string): Promise<string | undefined> {
+  const rs = await client.query({
+    query: 'SELECT engine_full FROM system.tables WHERE database = {db:String} AND name = {table:String}',
+    query_params: { db: database, table },
+    format: 'JSONEachRow',
+  });
+  const [row] = await rs.json<{ engine_full: string }>();
+  if (!row) return undefined;
+  return /\bTTL (.+?)(?: SETTINGS |$)/.exec(row.engine_full)?.[1]?.trim() ?? '';
+}
+
+/**
+ * Runs every DDL step; each is idempotent: CREATE and ADD … IF NOT EXISTS by
+ * themselves, MODIFY TTL because it runs only when the table's TTL differs
+ * (it would rewrite the table's parts every time). Returns every statement.
+ */
+export async function applySchema(
+  client: ClickHouseClient,
+  database: string,
+  topology: ResolvedTopology,
+  options: SchemaOptions = DEFAULT_SCHEMA_OPTIONS,
+): Promise<string[]> {
+  const steps = schemaSteps(database, topology, options);
+  for (const step of steps) {
+    if (step.ttl && (await currentTtl(client, database, step.ttl.table)) === step.ttl.expr) continue;
+    await client.command({ query: step.query });
+  }
+  return steps.map((s) => s.query);
+}
