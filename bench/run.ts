@@ -10,6 +10,7 @@ import { benchDistinctParams } from './memory-bench.js';
 import { formatLine, summary, type BenchLine } from './report.js';
 import { benchRunner } from './runner-bench.js';
 import { benchCached, benchFresh, benchHung, benchSingleFlight } from './shim-bench.js';
+import { benchSmoothing } from './smoothing-bench.js';
 import { openBenchTarget } from './target.js';
 
 /**
@@ -37,6 +38,7 @@ async function main(): Promise<number> {
     { name: 'shim, distinct parameter values', run: () => benchDistinctParams(embedded, 'bench_shim') },
     { name: 'runner', run: () => benchRunner(embedded, embeddedPath) },
     { name: 'due query', run: () => benchDueQuery(embedded.client) },
+    { name: 'smoothing', run: () => benchSmoothing() },
   ];
   // `node dist/bench/run.js runner due` runs only the sections whose names contain a word given.
   const only = process.argv.slice(2);
