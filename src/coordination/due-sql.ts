@@ -46,6 +46,9 @@ export type DueRow = {
   /** 1 when the fire comes from a run-now request. */
   readonly requested: number;
   readonly server_now: number;
+  /** The schedule the fire was computed from (hunt_schedule, the one offset source). */
+  readonly interval_seconds: number;
+  readonly phase_offset: number;
 };
 
 const SERVER_NOW = 'toInt64(toUnixTimestamp(now()))';
@@ -73,10 +76,13 @@ function dueRowsUnordered(database: string, options: DueSqlOptions): string {
   const state = qualifiedTable(database, TABLES.state);
   const now = nowExpr(options);
   return `
-SELECT hunt_id, toInt64(if(sched_owed, sched_fire, req_fire)) AS fire, toUInt8(NOT sched_owed) AS requested, now_s AS server_now
+SELECT hunt_id, toInt64(if(sched_owed, sched_fire, req_fire)) AS fire, toUInt8(NOT sched_owed) AS requested, now_s AS server_now,
+  interval_seconds, phase_offset
 FROM (
   SELECT
     s.hunt_id AS hunt_id,
+    s.interval_seconds AS interval_seconds,
+    s.phase_offset AS phase_offset,
     ${now} AS now_s,
     intDiv(now_s, s.interval_seconds) * s.interval_seconds + s.phase_offset AS current_fire,
     if(now_s >= current_fire, current_fire, current_fire - s.interval_seconds) AS sched_fire,
@@ -118,8 +124,8 @@ export function dueCountSql(database: string, options: DueSqlOptions = {}): stri
 export type DueTickRow = {
   readonly server_now: number | string;
   readonly backlog: number | string;
-  /** [hunt_id, fire, requested] per due hunt, in no particular order. */
-  readonly due: ReadonlyArray<readonly [string, number | string, number | string]>;
+  /** [hunt_id, fire, requested, interval_seconds, phase_offset] per due hunt, in no particular order. */
+  readonly due: ReadonlyArray<readonly [string, number | string, number | string, number | string, number | string]>;
 };
 
 /**
@@ -140,7 +146,7 @@ SELECT tick_now AS server_now, c.value AS backlog, d.due AS due
 FROM (${dueCountSql(database, outer)}
 ) AS c
 CROSS JOIN (
-  SELECT groupArray(tuple(hunt_id, fire, requested)) AS due FROM (${dueRowsUnordered(database, outer)}
+  SELECT groupArray(tuple(hunt_id, fire, requested, interval_seconds, phase_offset)) AS due FROM (${dueRowsUnordered(database, outer)}
   )
 ) AS d`;
 }

@@ -79,8 +79,9 @@ function owed(fire: number, watermark: number | null): boolean {
 }
 
 /**
- * The due predicate (docs/schedule.md#due, docs/tables.md#the-due-rule): a hunt that is not auto-disabled is due
- * when the scheduled fire is owed and the lease is free; else the newest pending run-now request (fire ≤ now, above the watermark)
+ * The due predicate (docs/schedule.md#due, docs/tables.md#the-due-rule): a hunt that is not
+ * auto-disabled is due when the scheduled fire is owed and the lease is free; else the newest
+ * pending run-now request (fire ≤ now, above the watermark)
  * is owed and the lease is free. The SQL in due-sql.ts implements exactly this.
  */
 export function dueDecision(state: HuntCoordinationState, nowSeconds: number): DueDecision {
