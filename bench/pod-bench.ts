@@ -21,7 +21,7 @@ const POLLS_PER_SECOND = 100;
 const SAMPLE_EVERY_MS = 5_000;
 const SCRAPE_EVERY_MS = 15_000;
 /** The chart's defaults (charts/dfe-keda-shim/values.yaml), which these figures must fit. */
-const CHART_MEMORY_REQUEST = 96 * 1024 * 1024;
+const CHART_MEMORY_REQUEST = 128 * 1024 * 1024;
 
 const OVERRIDE = `queries:
   cached:
@@ -80,10 +80,12 @@ export async function benchStartAndIdle(target: BenchTarget): Promise<BenchLine[
       {
         kind: 'figure',
         name: `shim process, exec → /readyz 200 (server mode, median of ${REPEATS} interleaved)`,
-        measured: `${ms(readyMs(shim))} (runs ${shim.map((x) => ms(x.readyMs)).join(', ')}); +${ms(readyMs(shim) - readyMs(bare))} over bare`,
+        measured:
+          `${ms(readyMs(shim))} (${(readyMs(shim) / readyMs(bare)).toFixed(2)}×; runs ${shim.map((x) => ms(x.readyMs)).join(', ')}); ` +
+          `+${ms(readyMs(shim) - readyMs(bare))} over bare`,
         baseline: `bare Fastify process: ${ms(readyMs(bare))} (runs ${bare.map((x) => ms(x.readyMs)).join(', ')})`,
-        goal: '≤ 2,000 ms (inside the chart readiness probe’s first period)',
-        outcome: goal(readyMs(shim) <= 2_000),
+        goal: '≤ 2× the bare Fastify process (start time moves with machine load; the ratio does not)',
+        outcome: goal(readyMs(shim) <= 2 * readyMs(bare)),
       },
       {
         kind: 'figure',
@@ -116,13 +118,32 @@ interface Soak {
   readonly samples: { atMs: number; rss: number }[];
   polls: number;
   failed: number;
+  /** CPU the process used under the load, millicores. */
+  millicores?: number;
+}
+
+/** Peaks of the first and second half: RSS is flat when the second half sets no new high. */
+function halves(soak: Soak): { firstMax: number; secondMax: number; secondSlope: number } {
+  const mid = Math.floor(soak.samples.length / 2);
+  const first = soak.samples.slice(0, mid);
+  const second = soak.samples.slice(mid);
+  return {
+    firstMax: Math.max(...first.map((s) => s.rss)),
+    secondMax: Math.max(...second.map((s) => s.rss)),
+    secondSlope: slopeMbPerMinute(second),
+  };
 }
 
 function describeSoak(soak: Soak): string {
   const rss = soak.samples.map((s) => s.rss);
   const first = rss[0] ?? 0;
   const last = rss[rss.length - 1] ?? 0;
-  return `start ${mb(first)}, end ${mb(last)}, max ${mb(Math.max(...rss))}, slope ${slopeMbPerMinute(soak.samples).toFixed(2)} MB/min`;
+  const h = halves(soak);
+  return (
+    `start ${mb(first)}, end ${mb(last)}, max ${mb(Math.max(...rss))} (first half ${mb(h.firstMax)}, second half ${mb(h.secondMax)}), ` +
+    `slope ${slopeMbPerMinute(soak.samples).toFixed(2)} MB/min (second half ${h.secondSlope.toFixed(2)})` +
+    (soak.millicores === undefined ? '' : `, CPU ${Math.round(soak.millicores)}m`)
+  );
 }
 
 /**
@@ -155,6 +176,7 @@ export async function benchSoak(target: BenchTarget, seconds: number): Promise<B
       pending.add(p);
       void p.finally(() => pending.delete(p));
     };
+    const cpuAtStart = { shim: shim.cpuMs(), bare: bare.cpuMs() };
     try {
       const started = performance.now();
       const endAt = started + seconds * 1000;
@@ -181,23 +203,26 @@ export async function benchSoak(target: BenchTarget, seconds: number): Promise<B
         await sleep(5);
       }
       await Promise.all(pending);
+      const wallMs = performance.now() - started;
+      shimSoak.millicores = ((shim.cpuMs() - cpuAtStart.shim) / wallMs) * 1000;
+      bareSoak.millicores = ((bare.cpuMs() - cpuAtStart.bare) / wallMs) * 1000;
     } finally {
       await agent.close();
       await shim.stop();
       await bare.stop();
     }
-    const rss = shimSoak.samples.map((s) => s.rss);
-    const first = rss[0] ?? 0;
-    const peak = Math.max(...rss);
-    const slope = slopeMbPerMinute(shimSoak.samples);
+    const peak = Math.max(...shimSoak.samples.map((s) => s.rss));
+    const { firstMax, secondMax } = halves(shimSoak);
     return [
       {
         kind: 'figure',
         name: `shim process, RSS under ${POLLS_PER_SECOND} polls/s for ${seconds} s (server mode; half cached, half asking ClickHouse; sampled every ${SAMPLE_EVERY_MS / 1000} s)`,
         measured: `${describeSoak(shimSoak)}; ${shimSoak.polls} polls, ${shimSoak.failed} failed`,
         baseline: `bare Fastify process, same rate: ${describeSoak(bareSoak)}`,
-        goal: `flat: slope ≤ 1 MB/min, max ≤ start + 20 MB, max ≤ ${mb(CHART_MEMORY_REQUEST)} (chart request), all 200`,
-        outcome: goal(slope <= 1 && peak <= first + 20 * 1024 * 1024 && peak <= CHART_MEMORY_REQUEST && shimSoak.failed === 0 && shimSoak.polls > 0),
+        goal: `flat (second half's max ≤ first half's + 5 MB), max ≤ ${mb(CHART_MEMORY_REQUEST)} (the chart's memory request), all 200`,
+        outcome: goal(
+          secondMax <= firstMax + 5 * 1024 * 1024 && peak <= CHART_MEMORY_REQUEST && shimSoak.failed === 0 && shimSoak.polls > 0,
+        ),
       },
     ];
   });
@@ -209,6 +234,11 @@ function treeBytes(path: string): number {
   let total = 0;
   for (const entry of readdirSync(path)) total += treeBytes(join(path, entry));
   return total;
+}
+
+/** Disk usage as `du -sk` counts it (whole blocks: many small files weigh more than their bytes). */
+function diskBytes(path: string): number {
+  return Number(execFileSync('du', ['-sk', path], { encoding: 'utf8' }).split('\t')[0]) * 1024;
 }
 
 function npmInstallOmitDev(dir: string): void {
@@ -237,16 +267,18 @@ export async function benchInstallSize(): Promise<BenchLine[]> {
     const fastifyVersion = lock.packages['node_modules/fastify']?.version ?? 'latest';
     writeFileSync(join(bareDir, 'package.json'), JSON.stringify({ name: 'bare', private: true, dependencies: { fastify: fastifyVersion } }));
     npmInstallOmitDev(bareDir);
+    const ownPaths = ['dist/src', 'queries', 'examples'].map((p) => join(root, p));
     const deps = treeBytes(join(shimDir, 'node_modules'));
-    const own = ['dist/src', 'queries', 'examples'].reduce((n, p) => n + treeBytes(join(root, p)), 0);
+    const own = ownPaths.reduce((n, p) => n + treeBytes(p), 0);
     const bare = treeBytes(join(bareDir, 'node_modules'));
     const total = deps + own;
+    const onDisk = diskBytes(join(shimDir, 'node_modules')) + ownPaths.reduce((n, p) => n + diskBytes(p), 0);
     return [
       {
         kind: 'figure',
         name: 'production install (npm install --omit=dev, as the image)',
-        measured: `${mb(total)}: node_modules ${mb(deps)} + package ${mb(own)}`,
-        baseline: `bare Fastify ${fastifyVersion} install: ${mb(bare)}`,
+        measured: `${mb(total)} of files (node_modules ${mb(deps)} + package ${mb(own)}); ${mb(onDisk)} on disk (du)`,
+        baseline: `bare Fastify ${fastifyVersion} install: ${mb(bare)} of files, ${mb(diskBytes(join(bareDir, 'node_modules')))} on disk`,
         goal: '≤ 50 MB',
         outcome: goal(total <= 50 * 1024 * 1024),
       },
