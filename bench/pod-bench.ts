@@ -21,7 +21,7 @@ const POLLS_PER_SECOND = 100;
 const SAMPLE_EVERY_MS = 5_000;
 const SCRAPE_EVERY_MS = 15_000;
 /** The chart's defaults (charts/dfe-keda-shim/values.yaml), which these figures must fit. */
-const CHART_MEMORY_REQUEST = 128 * 1024 * 1024;
+const CHART_MEMORY_REQUEST = 160 * 1024 * 1024;
 
 const OVERRIDE = `queries:
   cached:
