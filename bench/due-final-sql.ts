@@ -1,11 +1,11 @@
 import { qualifiedTable } from '../src/clickhouse/identifiers.js';
-import { RUN_STATUS, TABLES } from '../src/hunts/tables.js';
+import { RUN_STATUS, TABLES } from '../src/coordination/tables.js';
 
 /**
  * The comparison baseline for the due-query bench ONLY: the same decision as
- * src/hunts/due-sql.ts written the obvious way, collapsing each
+ * src/coordination/due-sql.ts written the obvious way, collapsing each
  * ReplacingMergeTree with FINAL instead of argMax. The product never uses it
- * (SPEC §7.3: no FINAL); the bench checks both count the same hunts before it
+ * (docs/tables.md#the-due-rule: no FINAL); the bench checks both count the same hunts before it
  * compares their times.
  */
 export function dueCountFinalSql(database: string): string {

@@ -1,8 +1,8 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { qualifiedTable } from '../src/clickhouse/identifiers.js';
-import { dueCountSql } from '../src/hunts/due-sql.js';
-import { applySchema } from '../src/hunts/schema.js';
-import { RUN_STATUS, TABLES } from '../src/hunts/tables.js';
+import { dueCountSql } from '../src/coordination/due-sql.js';
+import { applySchema } from '../src/coordination/topology.js';
+import { RUN_STATUS, TABLES } from '../src/coordination/tables.js';
 import { dueCountFinalSql } from './due-final-sql.js';
 import { goal, int, median, ms, type BenchLine } from './report.js';
 

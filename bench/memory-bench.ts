@@ -4,7 +4,7 @@ import { goal, int, mb, type BenchLine } from './report.js';
 import { startBenchShim } from './servers.js';
 
 /**
- * SPEC §4 step 5: 100 000 distinct parameter values must not grow memory
+ * docs/failsafe.md#order-of-a-request: 100 000 distinct parameter values must not grow memory
  * past what the LRU bound (default 10 000 keys) holds. Runs on the embedded
  * engine (query parameters need a modern ClickHouse). RSS is read after the
  * first 10 000 values (cache filling) and after all of them (cache full,

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { freePort } from '../test/helpers/faults.js';
+import { freePort } from '../test/helpers/ports.js';
 
 /**
  * A server program as its own OS process, as a pod runs it: how long from

@@ -4,15 +4,15 @@ import { join } from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { ClickHouseHandle } from '../src/clickhouse/client.js';
 import { loadConfig } from '../src/config/load.js';
-import { applySchema } from '../src/hunts/schema.js';
-import { latestFire, phaseOffset } from '../src/hunts/schedule.js';
-import { startRunner } from '../src/hunts/start.js';
+import { applySchema } from '../src/coordination/topology.js';
+import { latestFire, phaseOffset } from '../src/schedule/arithmetic.js';
+import { startRunner } from '../src/runner/start.js';
 import { qualifiedTable } from '../src/clickhouse/identifiers.js';
-import { TABLES } from '../src/hunts/tables.js';
+import { TABLES } from '../src/coordination/tables.js';
 import { goal, int, ms, percentile, type BenchLine } from './report.js';
 
 /**
- * One runner, 10 000 hourly hunts, the embedded engine (SPEC §7.6), through
+ * One runner, 10 000 hourly hunts, the embedded engine (docs/runner.md), through
  * the runner's exported startRunner with the loop driven here so each tick
  * can be timed: ClickHouse round trips of a tick (coordination only: hunt
  * statements run on their own sessions), tick time, and how late fires start.

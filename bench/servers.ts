@@ -6,7 +6,7 @@ import type { ClickHouseHandle } from '../src/clickhouse/client.js';
 import { loadConfig } from '../src/config/load.js';
 import { silentLogger } from '../src/log.js';
 import { startShim, type RunningShim } from '../src/cli/shim.js';
-import { freePort } from '../test/helpers/faults.js';
+import { freePort } from '../test/helpers/ports.js';
 
 /** The real shim (startShim) on a loopback port with `overrideYaml` over the built-in catalogue. */
 export interface BenchShim {

@@ -6,7 +6,7 @@ import { goal, int, median, ms, percentile, type BenchLine } from './report.js';
 import { startBareFastify, startBenchShim } from './servers.js';
 import type { BenchTarget } from './target.js';
 
-/** The shim's HTTP figures (SPEC §4, §5): cached, fresh, hung ClickHouse, single-flight. */
+/** The shim's HTTP figures (docs/failsafe.md, docs/api.md): cached, fresh, hung ClickHouse, single-flight. */
 const LOAD_SECONDS = 4;
 /** Interleaved repeats of baseline and shim (B A B A B A); the medians are compared. */
 const ROUNDS = 3;

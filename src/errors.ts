@@ -1,7 +1,7 @@
 /**
  * Every error this package raises on purpose. One class, a stable `code`, and
- * the file/key/value an operator needs to fix the input (SPEC: "Bad input gets a
- * clear error naming the file, key and value").
+ * the file/key/value an operator needs to fix the input (bad input gets a clear
+ * error naming the file, key and value).
  */
 export type DfeErrorCode =
   | 'CONFIG_INVALID'

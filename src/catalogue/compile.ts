@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { dueCountSql } from '../hunts/due-sql.js';
+import type { CatalogueBuiltins } from './builtins.js';
 import type { CompiledQuery, QueryDefinition } from './types.js';
 import { checkQuery, type QuerySource } from './definition.js';
 import { catalogueInvalid } from './errors.js';
@@ -13,16 +13,21 @@ export interface CatalogueDatabases {
   readonly otelDatabase: string;
 }
 
+/** Everything compiling needs besides the YAML: the databases and the built-ins registry. */
+export interface CatalogueInputs extends CatalogueDatabases {
+  readonly builtins: CatalogueBuiltins;
+}
+
 export function resolveDatabase(database: string, dbs: CatalogueDatabases): string {
   if (database === 'data') return dbs.dataDatabase;
   if (database === 'otel') return dbs.otelDatabase;
   return database;
 }
 
-function sourceSql(source: QuerySource, databaseName: string): string {
-  // hunt_backlog is THE due-hunt SQL (SPEC §7.3), shared with the runner's gate.
-  if (source.kind === 'builtin') return dueCountSql(databaseName).trim();
-  return replaceSentinels(source.sql, databaseName);
+function sourceSql(source: QuerySource, databaseName: string, builtins: CatalogueBuiltins): string {
+  // hunt_backlog is THE due-hunt SQL (docs/tables.md#the-due-rule), shared with the runner's gate; the registry supplies it.
+  if (source.kind === 'builtin') return builtins.queries[source.builtin](databaseName).trim();
+  return replaceSentinels(source.sql, databaseName, builtins.sentinels);
 }
 
 /** Every declared param and bind needs a placeholder, and every placeholder a value. */
@@ -56,18 +61,18 @@ export function fingerprintOf(query: Omit<CompiledQuery, 'fingerprint'>): string
   return createHash('sha256').update(material).digest('hex').slice(0, 16);
 }
 
-export function compileQuery(q: MergedQuery, dbs: CatalogueDatabases): CompiledQuery {
+export function compileQuery(q: MergedQuery, inputs: CatalogueInputs): CompiledQuery {
   const { definition, source } = checkQuery(q);
-  const databaseName = resolveDatabase(definition.database, dbs);
-  const sql = sourceSql(source, databaseName);
+  const databaseName = resolveDatabase(definition.database, inputs);
+  const sql = sourceSql(source, databaseName, inputs.builtins);
   checkPlaceholders(q, definition, sql);
   const compiled = { ...definition, sql, databaseName };
   return Object.freeze({ ...compiled, fingerprint: fingerprintOf(compiled) });
 }
 
 /** Layers (built-in first) → the compiled catalogue, or the first CATALOGUE_INVALID. */
-export function compileCatalogue(layers: readonly Layer[], dbs: CatalogueDatabases): ReadonlyMap<string, CompiledQuery> {
+export function compileCatalogue(layers: readonly Layer[], inputs: CatalogueInputs): ReadonlyMap<string, CompiledQuery> {
   const out = new Map<string, CompiledQuery>();
-  for (const [name, merged] of mergeLayers(layers)) out.set(name, compileQuery(merged, dbs));
+  for (const [name, merged] of mergeLayers(layers)) out.set(name, compileQuery(merged, inputs));
   return out;
 }

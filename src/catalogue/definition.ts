@@ -59,7 +59,7 @@ function checkDeadline(q: MergedQuery, deadlineMs: number, timeoutSeconds: numbe
 }
 
 /**
- * The rules that span keys (SPEC §3), checked on the MERGED query, then the
+ * The rules that span keys (docs/catalogue.md#validation), checked on the MERGED query, then the
  * defaults (QUERY_DEFAULTS) applied.
  */
 export function checkQuery(q: MergedQuery): CheckedQuery {

@@ -5,11 +5,11 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Clock } from '../clock.js';
 import { DfeError, describeError } from '../errors.js';
-import { compileCatalogue, type CatalogueDatabases } from './compile.js';
+import { compileCatalogue, type CatalogueInputs } from './compile.js';
 import { parseCatalogueText, type Layer } from './parse.js';
 import type { Catalogue } from './types.js';
 
-export interface LoadCatalogueOptions extends CatalogueDatabases {
+export interface LoadCatalogueOptions extends CatalogueInputs {
   /** The built-in catalogue. Default: the package's `queries/queries.yaml`. */
   readonly builtinPath?: string | undefined;
   /** The override (DFE_KEDA_SHIM_QUERY_CONFIG). Default: none. When set, it must exist. */
@@ -70,10 +70,10 @@ export async function readCatalogueFiles(options: Pick<LoadCatalogueOptions, 'bu
 }
 
 /** Pure: files as read → a frozen Catalogue (or CATALOGUE_INVALID). */
-export function buildCatalogue(files: CatalogueFiles, dbs: CatalogueDatabases, loadedAtMs: number): Catalogue {
+export function buildCatalogue(files: CatalogueFiles, inputs: CatalogueInputs, loadedAtMs: number): Catalogue {
   const layers: Layer[] = [parseCatalogueText(files.builtin.text, files.builtin.path)];
   if (files.override) layers.push(parseCatalogueText(files.override.text, files.override.path));
-  const queries = compileCatalogue(layers, dbs);
+  const queries = compileCatalogue(layers, inputs);
   return Object.freeze({
     queries,
     source: Object.freeze({ builtinPath: files.builtin.path, overridePath: files.override?.path, overrideHash: files.override?.hash }),

@@ -2,7 +2,7 @@ import type { Layer } from './parse.js';
 import type { RawQuery } from './schema.js';
 
 /**
- * The merge rules of SPEC §3, pure: the override is laid over the built-in
+ * The merge rules of docs/catalogue.md#merge-rules, pure: the override is laid over the built-in
  * catalogue. Maps merge key by key (recursively, e.g. `binds`); lists and
  * scalars from the override replace; new names add queries; `sql` in an
  * override replaces a `builtin` of the same query and vice versa; a query

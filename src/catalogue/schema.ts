@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { DATABASE_NAME } from '../config/schema.js';
 
 /**
- * The YAML shape of ONE catalogue file (SPEC §3), checked per file so that a
+ * The YAML shape of ONE catalogue file (docs/catalogue.md#format), checked per file so that a
  * type error names the file it is in. Every key is optional here: a query in
  * an override may set a single key. Rules that span keys or files (sql vs
  * builtin, clamp order, deadline vs timeout, placeholders, sentinels) are
@@ -12,7 +12,7 @@ export const QUERY_NAME = /^[A-Za-z0-9_-]+$/;
 /** Params and bind keys become ClickHouse `{name:Type}` placeholders: identifiers only. */
 export const PARAM_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /**
- * Request parameters the shim itself reads — `hold` (the trigger target, SPEC §4.4)
+ * Request parameters the shim itself reads — `hold` (the trigger target, docs/failsafe.md#metric_type-value-and-hold)
  * and `api_key` (KEDA's apiKey auth in the query string) — never bound, never part
  * of a cache key, so a query may not declare them.
  */

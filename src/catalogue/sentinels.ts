@@ -1,13 +1,16 @@
 import { quoteDatabase } from '../clickhouse/identifiers.js';
-import { pressureMatchSql, pressureNameSql } from '../pressure/rule.js';
+import type { CatalogueBuiltins } from './builtins.js';
 
 /**
- * SQL sentinels (SPEC §3): text the catalogue writes and code replaces before
- * use. The pressure rule is owned by pressure/rule.ts; this module only
- * substitutes it, so every catalogue matches the same rows.
+ * SQL sentinels (docs/catalogue.md#built-ins-and-sentinels): text the catalogue writes and code replaces before
+ * use. `__DB__` is the query's database; the others are fragments the caller's
+ * registry supplies (the pressure rule, owned by pressure/rule.ts), so every
+ * catalogue matches the same rows.
  */
 export const SENTINELS = Object.freeze(['__DB__', '__PRESSURE_MATCH__', '__PRESSURE_NAME__'] as const);
 export type Sentinel = (typeof SENTINELS)[number];
+/** The sentinels whose SQL comes from the registry (CatalogueBuiltins.sentinels). */
+export type FragmentSentinel = Exclude<Sentinel, '__DB__'>;
 
 /** Anything shaped like a sentinel: `__` UPPER_SNAKE `__`. */
 const SENTINEL_SHAPE = /__[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*__/g;
@@ -19,11 +22,11 @@ export function unknownSentinels(sql: string): string[] {
 }
 
 /** Replaces every sentinel; the database is validated and backtick-quoted here. */
-export function replaceSentinels(sql: string, databaseName: string): string {
+export function replaceSentinels(sql: string, databaseName: string, fragments: CatalogueBuiltins['sentinels']): string {
   const values: Record<Sentinel, () => string> = {
     __DB__: () => quoteDatabase(databaseName),
-    __PRESSURE_MATCH__: () => pressureMatchSql(),
-    __PRESSURE_NAME__: () => pressureNameSql(),
+    __PRESSURE_MATCH__: fragments.__PRESSURE_MATCH__,
+    __PRESSURE_NAME__: fragments.__PRESSURE_NAME__,
   };
   let out = sql;
   for (const sentinel of SENTINELS) {

@@ -15,7 +15,7 @@ export type ReloadResult = 'unchanged' | 'applied' | 'rejected';
 type State = 'stopped' | 'started';
 
 /**
- * The live catalogue with hot reload (SPEC §3). A Kubernetes ConfigMap update
+ * The live catalogue with hot reload (docs/catalogue.md#hot-reload). A Kubernetes ConfigMap update
  * swaps a `..data` symlink in the mounted directory, replacing the file under
  * a path that never changes: so the override's DIRECTORY is watched, and the
  * content hash is compared on an interval as a backstop (watch events are not

@@ -23,7 +23,7 @@ export interface QueryDefinition {
   readonly coldHold: number;
   /** ClickHouse max_execution_time AND client-side abort. Default 5 s. */
   readonly timeoutSeconds: number;
-  /** How KEDA/the HPA use the value (SPEC §4.4). Default AverageValue. */
+  /** How KEDA/the HPA use the value (docs/failsafe.md#metric_type-value-and-hold). Default AverageValue. */
   readonly metricType: MetricType;
   /** Answer by then, from the cache if the query is still running. Default 2000 ms. */
   readonly deadlineMs: number;

@@ -5,13 +5,13 @@ import { openClickHouse, type ClickHouseHandle } from '../clickhouse/client.js';
 import { loadConfig, type AppConfig } from '../config/load.js';
 import { DfeError, describeError, isDfeError } from '../errors.js';
 import { createLogger, loggerOptions, type Logger } from '../log.js';
-import { Coordinator } from '../hunts/coordination.js';
-import { dueRowsSql, type DueRow } from '../hunts/due-sql.js';
-import { loadHuntsDir, logHuntSet } from '../hunts/loader.js';
-import { materialise, materialiseSummary, readSchedule } from '../hunts/materialise.js';
-import { applySchema, coordinationSettings, resolveTopology } from '../hunts/schema.js';
-import { schemaDdl } from '../hunts/tables.js';
-import { startRunner } from '../hunts/start.js';
+import { Coordinator } from '../coordination/coordinator.js';
+import { dueRowsSql, type DueRow } from '../coordination/due-sql.js';
+import { loadHuntsDir, logHuntSet } from '../schedule/hunt-files.js';
+import { materialise, materialiseSummary, readSchedule } from '../coordination/materialise.js';
+import { applySchema, coordinationSettings, resolveTopology } from '../coordination/topology.js';
+import { schemaDdl } from '../coordination/tables.js';
+import { startRunner } from '../runner/start.js';
 
 const USAGE = `Usage: dfe-hunt-runner <command> [options]
 

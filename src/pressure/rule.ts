@@ -1,7 +1,7 @@
 import { OTEL_GAUGE_TABLE } from './otel-table.js';
 
 /**
- * The scaling-pressure rule (SPEC §6), defined once. Every catalogue that reads
+ * The scaling-pressure rule (docs/pressure.md#the-rule), defined once. Every catalogue that reads
  * pressure (the shim's built-in `pressure` query, and any other reader's)
  * substitutes `__PRESSURE_MATCH__` / `__PRESSURE_NAME__` from here, and the
  * built-in query's SQL is `PRESSURE_SQL_TEMPLATE` verbatim (a test holds

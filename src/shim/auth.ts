@@ -4,7 +4,7 @@ import type { ShimConfig } from '../config/load.js';
 import { DfeError } from '../errors.js';
 
 /**
- * Optional auth of the query routes (SPEC §5), matching what KEDA's
+ * Optional auth of the query routes (docs/api.md#auth-and-tls), matching what KEDA's
  * TriggerAuthentication sends to a metrics-api trigger. Secrets are read from
  * their files at every check, so a rotated mounted Secret (kubelet swaps the
  * `..data` symlink) works without a restart; reading a few bytes per KEDA poll

@@ -2,7 +2,7 @@ import type { MetricType } from '../catalogue/types.js';
 import { ageSeconds } from './value.js';
 
 /**
- * The fail-safe decision (SPEC §4, §4.4), pure: given what the cache holds and
+ * The fail-safe decision (docs/failsafe.md), pure: given what the cache holds and
  * the query's policy, what does a request get? See docs/failsafe.md.
  */
 export interface GoodValue {

@@ -26,7 +26,7 @@ export function shimErrorHandler(err: FastifyError | Error, request: FastifyRequ
   const status = statusOf(err);
   const query = isDfeError(err) ? (err.query ?? null) : null;
   // A stale 503 is a ClickHouse failure the executor already logged, at most
-  // once per key per minute (SPEC §4 step 5): logging it per request would flood.
+  // once per key per minute (docs/failsafe.md#observability): logging it per request would flood.
   if (status >= 500 && !isDfeError(err, 'STALE')) request.log.error({ err }, 'request failed');
   if (status === 401) {
     const challenge = (err as { challenge?: string }).challenge;

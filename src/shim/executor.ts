@@ -11,7 +11,7 @@ import type { StatusBoard } from './status-board.js';
 import { servedValue } from './value.js';
 
 /**
- * The fail-safe query path (SPEC §4): reuse a young value, else join or start
+ * The fail-safe query path (docs/failsafe.md): reuse a young value, else join or start
  * the one ClickHouse query for the key, wait at most `deadline_ms`, and fall
  * back per decision.ts. A query that outlives the deadline keeps running and
  * refreshes the cache when it lands.

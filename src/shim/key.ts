@@ -1,5 +1,5 @@
 /**
- * The cache key of one answer (docs/failsafe.md): the query name plus its
+ * The cache key of one answer (docs/failsafe.md#order-of-a-request): the query name plus its
  * DECLARED params, sorted by name. Undeclared request params (and the reserved
  * `hold` and `api_key`) never reach it, so they cannot split or grow the cache.
  */

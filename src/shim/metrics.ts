@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /**
- * The shim's Prometheus metrics (SPEC §5), on its own Registry. Label values
+ * The shim's Prometheus metrics (docs/api.md#metrics), on its own Registry. Label values
  * are catalogue query names and the fixed words below only — never request
  * input — so series are bounded by the catalogue.
  */

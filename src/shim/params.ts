@@ -2,7 +2,7 @@ import type { CompiledQuery } from '../catalogue/types.js';
 import { DfeError, showValue } from '../errors.js';
 import type { DeclaredParams } from './key.js';
 
-/** SPEC §3: 1–253 chars of `[A-Za-z0-9_.:-]` (a Kubernetes name fits). */
+/** docs/api.md#answers: 1–253 chars of `[A-Za-z0-9_.:-]` (a Kubernetes name fits). */
 export const PARAM_VALUE = /^[A-Za-z0-9_.:-]{1,253}$/;
 
 export { RESERVED_PARAMS } from '../catalogue/schema.js';
@@ -40,7 +40,7 @@ export function validateParams(query: CompiledQuery, raw: RawQueryString): Decla
 const NUMBER_TEXT = /^(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
 
 /**
- * The `hold` target of a `metric_type: Value` trigger (SPEC §4.4): absent, or a
+ * The `hold` target of a `metric_type: Value` trigger (docs/failsafe.md#metric_type-value-and-hold): absent, or a
  * finite number ≥ 0. Anything else is a 400 — a typo in a ScaledObject must
  * show, not silently fall back to last-good.
  */

@@ -1,7 +1,7 @@
 import { showValue } from '../errors.js';
 
 /**
- * Turning ClickHouse's answer into one number (SPEC §4 step 3). The query runs
+ * Turning ClickHouse's answer into one number (docs/failsafe.md#what-is-answered). The query runs
  * with `FORMAT JSONCompact`, so column names (meta) and rows arrive together
  * and `result_field` can be an index or a name.
  */

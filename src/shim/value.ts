@@ -1,6 +1,6 @@
 /**
  * What a value becomes before it is served: clamped to the query's band,
- * then made KEDA-safe — finite, ≥ 0, at most 3 decimals (SPEC §5).
+ * then made KEDA-safe — finite, ≥ 0, at most 3 decimals (docs/api.md#answers).
  */
 export interface ClampBand {
   readonly clampMin: number | undefined;

@@ -3,12 +3,13 @@ import { compileCatalogue } from '../../src/catalogue/compile.js';
 import { parseCatalogueText } from '../../src/catalogue/parse.js';
 import { readFileSync } from 'node:fs';
 import { defaultBuiltinPath } from '../../src/catalogue/load.js';
-import { dueCountSql } from '../../src/hunts/due-sql.js';
-import { applySchema } from '../../src/hunts/schema.js';
+import { dueCountSql } from '../../src/coordination/due-sql.js';
+import { applySchema } from '../../src/coordination/topology.js';
 import { pressureMatchSql, pressureNameSql } from '../../src/pressure/rule.js';
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
+import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
 
-const DBS = { dataDatabase: 'dfe', otelDatabase: 'telemetry' };
+const DBS = { dataDatabase: 'dfe', otelDatabase: 'telemetry', builtins: SHIM_CATALOGUE_BUILTINS };
 const compileText = (text: string, dbs = DBS) => compileCatalogue([parseCatalogueText(text, 'queries.yaml')], dbs);
 const one = (text: string, dbs = DBS) => [...compileText(text, dbs).values()][0]!;
 
@@ -50,7 +51,7 @@ describe('compile (pure)', () => {
     expect(Object.isFrozen(one('queries:\n  q: {sql: SELECT 1}\n'))).toBe(true);
   });
 
-  it('the shipped built-ins compile to backlog and pressure as SPEC §3 lists them', () => {
+  it('the shipped built-ins compile to backlog and pressure as docs/catalogue.md lists them', () => {
     const q = compileText(readFileSync(defaultBuiltinPath(), 'utf8'));
     expect({ backlog: q.get('backlog'), pressure: q.get('pressure') }).toMatchObject({
       backlog: { clampMin: 0, clampMax: undefined, coldHold: 0, databaseName: 'dfe', params: [], metricType: 'AverageValue' },
@@ -62,7 +63,7 @@ describe('compile (pure)', () => {
 describe('compiled SQL on the real engine', () => {
   let db: TestDatabase;
   let otel: string;
-  const builtins = () => compileText(readFileSync(defaultBuiltinPath(), 'utf8'), { dataDatabase: db.database, otelDatabase: otel });
+  const builtins = () => compileText(readFileSync(defaultBuiltinPath(), 'utf8'), { dataDatabase: db.database, otelDatabase: otel, builtins: SHIM_CATALOGUE_BUILTINS });
 
   beforeAll(async () => {
     db = await openTestDatabase('catalogue');
@@ -98,6 +99,7 @@ describe('compiled SQL on the real engine', () => {
     const q = one('queries:\n  q: {sql: "SELECT count() AS value FROM __DB__.hunt_schedule WHERE hunt_id = {id:String}", params: [id]}\n', {
       dataDatabase: db.database,
       otelDatabase: otel,
+      builtins: SHIM_CATALOGUE_BUILTINS,
     });
     const rows = await queryRows<{ value: string | number }>(db, q.sql, { id: 'due-now' });
     expect(Number(rows[0]?.value)).toBe(1);

@@ -5,11 +5,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { contentHash, defaultBuiltinPath, loadCatalogue } from '../../src/catalogue/load.js';
 import { ManualClock } from '../../src/clock.js';
 import { DfeError } from '../../src/errors.js';
+import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'dfe-catalogue-load-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const clock = new ManualClock(1_700_000_000_000);
-const DBS = { dataDatabase: 'dfe', otelDatabase: 'otel', clock };
+const DBS = { dataDatabase: 'dfe', otelDatabase: 'otel', builtins: SHIM_CATALOGUE_BUILTINS, clock };
 
 async function failure(promise: Promise<unknown>): Promise<DfeError> {
   try {

@@ -7,12 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CatalogueStore } from '../../src/catalogue/store.js';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config/load.js';
-import { applySchema } from '../../src/hunts/schema.js';
+import { applySchema } from '../../src/coordination/topology.js';
 import { buildShimApp } from '../../src/shim/app.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
+import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
 
 /**
- * The merge rules of SPEC §3 end to end: a built-in file and an override file
+ * The merge rules of docs/catalogue.md#merge-rules end to end: a built-in file and an override file
  * on disk, loaded by the production store, served by the shim and answered by
  * SQL on the real engine. Each answer shows one rule took effect (the pure
  * rules are in merge.test.ts, the validation rules in validation.test.ts).
@@ -72,7 +73,7 @@ beforeAll(async () => {
   const overridePath = join(dir, 'override.yaml');
   writeFileSync(builtinPath, BUILTIN);
   writeFileSync(overridePath, OVERRIDE);
-  store = await CatalogueStore.open({ builtinPath, overridePath, dataDatabase: db.database, otelDatabase: db.database, clock: new ManualClock(0) });
+  store = await CatalogueStore.open({ builtinPath, overridePath, dataDatabase: db.database, otelDatabase: db.database, builtins: SHIM_CATALOGUE_BUILTINS, clock: new ManualClock(0) });
   app = await buildShimApp({ catalogue: store, clickhouse: db.handle, config: loadConfig({}), registry: new Registry() });
 });
 afterAll(async () => {

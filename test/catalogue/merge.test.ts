@@ -3,7 +3,7 @@ import { mergeLayers, mergeQuery, mergeValue } from '../../src/catalogue/merge.j
 import type { Layer } from '../../src/catalogue/parse.js';
 import type { RawQuery } from '../../src/catalogue/schema.js';
 
-/** SPEC §3 merge rules, one test per rule, on plain data (no YAML, no I/O). */
+/** docs/catalogue.md#merge-rules, one test per rule, on plain data (no YAML, no I/O). */
 const layer = (file: string, queries: Record<string, RawQuery>): Layer => ({ file, queries: new Map(Object.entries(queries)) });
 const BASE = 'queries.yaml';
 const OVER = 'queries.override.yaml';
@@ -12,7 +12,7 @@ function merged(base: Record<string, RawQuery>, over: Record<string, RawQuery>) 
   return mergeLayers([layer(BASE, base), layer(OVER, over)]);
 }
 
-describe('merge (SPEC §3)', () => {
+describe('merge (docs/catalogue.md#merge-rules)', () => {
   it('maps merge key by key, recursively (binds)', () => {
     const out = merged({ p: { sql: 'x', binds: { a: 1, b: 2 } } }, { p: { binds: { b: 3, c: 'z' } } });
     expect(out.get('p')?.raw.binds).toEqual({ a: 1, b: 3, c: 'z' });

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CatalogueStore } from '../../src/catalogue/store.js';
 import type { CatalogueEvent } from '../../src/catalogue/types.js';
 import { ManualClock } from '../../src/clock.js';
+import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
 
 /**
  * Hot reload against the layout a kubelet gives a mounted ConfigMap:
@@ -59,7 +60,7 @@ let store: CatalogueStore;
 let events: CatalogueEvent[];
 
 async function open(reloadIntervalMs = 60_000): Promise<void> {
-  store = await CatalogueStore.open({ overridePath: cm.path, dataDatabase: 'dfe', otelDatabase: 'otel', clock: new ManualClock(1), reloadIntervalMs });
+  store = await CatalogueStore.open({ overridePath: cm.path, dataDatabase: 'dfe', otelDatabase: 'otel', builtins: SHIM_CATALOGUE_BUILTINS, clock: new ManualClock(1), reloadIntervalMs });
   events = [];
   store.subscribe((e) => events.push(e));
 }

@@ -2,14 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { compileCatalogue } from '../../src/catalogue/compile.js';
 import { parseCatalogueText } from '../../src/catalogue/parse.js';
 import { DfeError } from '../../src/errors.js';
+import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
 
 /**
- * SPEC §3 validation, one test per rule. Every error is CATALOGUE_INVALID and
+ * docs/catalogue.md#validation, one test per rule. Every error is CATALOGUE_INVALID and
  * its message names the file, the query and the key (and the bad value).
  */
 const BASE = 'queries.yaml';
 const OVER = 'queries.override.yaml';
-const DBS = { dataDatabase: 'dfe', otelDatabase: 'otel' };
+const DBS = { dataDatabase: 'dfe', otelDatabase: 'otel', builtins: SHIM_CATALOGUE_BUILTINS };
 const GOOD_BASE = `
 queries:
   ok:

@@ -6,7 +6,7 @@ import { openClickHouse, type ClickHouseClient, type ClickHouseHandle } from '..
 import { loadConfig } from '../../src/config/load.js';
 import { silentLogger } from '../../src/log.js';
 import { startShim, type RunningShim } from '../../src/cli/shim.js';
-import { freePort } from '../helpers/faults.js';
+import { freePort } from '../helpers/ports.js';
 
 /**
  * The real shim (startShim: catalogue files, config, Fastify listening on a

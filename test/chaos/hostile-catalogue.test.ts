@@ -9,6 +9,7 @@ import { defaultBuiltinPath, loadCatalogue } from '../../src/catalogue/load.js';
 import { RAW_QUERY_KEYS } from '../../src/catalogue/schema.js';
 import { systemClock } from '../../src/clock.js';
 import { DfeError } from '../../src/errors.js';
+import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
 
 /**
  * Hostile override catalogues (the ConfigMap an operator edits) through the
@@ -27,7 +28,7 @@ type Outcome = { kind: 'loaded'; names: string[] } | { kind: 'rejected'; error: 
 async function load(text: string): Promise<Outcome> {
   writeFileSync(overridePath, text);
   try {
-    const catalogue = await loadCatalogue({ builtinPath, overridePath, dataDatabase: 'dfe', otelDatabase: 'otel', clock: systemClock });
+    const catalogue = await loadCatalogue({ builtinPath, overridePath, dataDatabase: 'dfe', otelDatabase: 'otel', builtins: SHIM_CATALOGUE_BUILTINS, clock: systemClock });
     return { kind: 'loaded', names: [...catalogue.queries.keys()] };
   } catch (err) {
     // Anything but a DfeError fails the property right here, with its type in the message.

@@ -5,10 +5,10 @@ import fc from 'fast-check';
 import { yamlScalar, yamlValue } from '../helpers/arbitraries.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
-import { loadHuntsDir } from '../../src/hunts/loader.js';
+import { loadHuntsDir } from '../../src/schedule/hunt-files.js';
 
 /**
- * Hostile hunt definitions through the production loader (SPEC §7.4): next to
+ * Hostile hunt definitions through the production loader (docs/hunts.md): next to
  * one good hunt, a file of random text, random hunt-shaped YAML, or a random
  * edit of a valid hunt, under a random file name. Nothing may throw; the bad
  * file is reported invalid (naming the file, a key and a reason) or skipped,

@@ -12,6 +12,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { buildShimApp } from '../../src/shim/app.js';
 import { PARAM_VALUE } from '../../src/shim/params.js';
 import { http500Server, type FaultEndpoint } from '../helpers/faults.js';
+import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
 
 /**
  * Hostile query strings through the real routes (`app.inject`), with the
@@ -50,6 +51,7 @@ beforeAll(async () => {
     overridePath,
     dataDatabase: config.clickhouse.dataDatabase,
     otelDatabase: config.clickhouse.otelDatabase,
+    builtins: SHIM_CATALOGUE_BUILTINS,
     clock: systemClock,
   });
   app = await buildShimApp({ catalogue, clickhouse, config, registry: new Registry() });

@@ -13,7 +13,7 @@ import { openGoodClickHouse, type GoodClickHouse } from './good-clickhouse.js';
 import { agent, poll, startChaosShim, SwitchableClickHouse, type Answer, type ChaosShim } from './harness.js';
 
 /**
- * SPEC §4/§9 under a steady poll load over a real socket: ClickHouse turns
+ * docs/failsafe.md under a steady poll load over a real socket: ClickHouse turns
  * into each fault injector, then back. Every answer is a 200, values go
  * fresh → last_good → fresh, and no answer is ever above the last good value
  * (a broken metric never scales up). Asserts sources and values, not timings.

@@ -2,7 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from './faults.js';
+import { freePort } from './ports.js';
 
 /**
  * A REAL `clickhouse-server` process (Debian's 18.16, installed by

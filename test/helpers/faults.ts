@@ -1,5 +1,6 @@
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type Server, type Socket } from 'node:net';
+import { freePort } from './ports.js';
 
 /**
  * Real-socket failure injectors standing where a ClickHouse HTTP interface
@@ -21,15 +22,6 @@ export interface FaultEndpoint {
 }
 
 const LOOPBACK = '127.0.0.1';
-
-/** A port that was free a moment ago (bind :0, read it, close). */
-export async function freePort(): Promise<number> {
-  const server = createNetServer();
-  await listen(server);
-  const port = portOf(server);
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** Nothing listens there: every connect is refused (ECONNREFUSED). */
 export async function refusedPort(): Promise<FaultEndpoint> {

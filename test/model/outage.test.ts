@@ -3,7 +3,7 @@ import { KedaHpaModel, type ModelStep } from '../helpers/keda-model.js';
 import { kedaFetch, openWorld, type ShimAnswer, type World } from './world.js';
 
 /**
- * SPEC §4.4 end to end: the KEDA/HPA model polls the REAL shim over HTTP,
+ * docs/failsafe.md#metric_type-value-and-hold end to end: the KEDA/HPA model polls the REAL shim over HTTP,
  * the shim queries the real engine, and then ClickHouse becomes unreachable
  * (a refusing port, then one that never answers).
  *

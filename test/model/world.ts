@@ -6,13 +6,14 @@ import type { ClickHouseHandle } from '../../src/clickhouse/client.js';
 import { qualifiedTable } from '../../src/clickhouse/identifiers.js';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config/load.js';
-import { applySchema } from '../../src/hunts/schema.js';
+import { applySchema } from '../../src/coordination/topology.js';
 import { createOtelGaugeTable, insertGaugePoints, OTEL_GAUGE_TABLE } from '../../src/pressure/otel-table.js';
 import { PRESSURE_MAX } from '../../src/pressure/rule.js';
 import { buildShimApp } from '../../src/shim/app.js';
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
 import { blackHoleServer, refusedPort, type FaultEndpoint } from '../helpers/faults.js';
 import { readMetricsApi, type FetchMetric } from '../helpers/keda-model.js';
+import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
 
 /**
  * The world the KEDA/HPA model scales: a real engine holding the OTel gauge
@@ -91,7 +92,7 @@ export async function openWorld(): Promise<World> {
   const hole = await blackHoleServer();
   const network = new ClickHouseLink(db.handle, serverClientAt(refused), serverClientAt(hole));
   // The built-in catalogue exactly as shipped (queries/queries.yaml), no override.
-  const catalogue = await CatalogueStore.open({ dataDatabase: db.database, otelDatabase: db.database, clock });
+  const catalogue = await CatalogueStore.open({ dataDatabase: db.database, otelDatabase: db.database, builtins: SHIM_CATALOGUE_BUILTINS, clock });
   const app: FastifyInstance = await buildShimApp({
     catalogue,
     clickhouse: network,
@@ -123,7 +124,7 @@ export async function openWorld(): Promise<World> {
       await insertGaugePoints(client, db.database, points);
     },
     async setBacklog(count) {
-      // Schedule rows without a watermark or lease are due (SPEC §7.1).
+      // Schedule rows without a watermark or lease are due (docs/schedule.md#due).
       const values = [];
       for (; hunts < count; hunts++) values.push({ hunt_id: `hunt-${hunts}`, interval_seconds: 60, phase_offset: 0 });
       if (values.length > 0) await client.insert({ table: qualifiedTable(db.database, 'hunt_schedule'), values, format: 'JSONEachRow' });

@@ -10,8 +10,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { quoteDatabase } from '../../src/clickhouse/identifiers.js';
-import { dueCountSql } from '../../src/hunts/due-sql.js';
-import { applySchema } from '../../src/hunts/schema.js';
+import { dueCountSql } from '../../src/coordination/due-sql.js';
+import { applySchema } from '../../src/coordination/topology.js';
 import { createOtelGaugeTable } from '../../src/pressure/otel-table.js';
 import { pressureQueryParams, renderPressureSql } from '../../src/pressure/rule.js';
 import { openClickHouse, type ClickHouseHandle } from '../../src/clickhouse/client.js';

@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { REPO } from '../chart/tools.js';
+import { freePort } from '../helpers/ports.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'dfe-npm-start-'));
 let running: ChildProcess | undefined;
@@ -32,15 +33,6 @@ afterEach(() => {
   running = undefined;
 });
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  server.close();
-  await once(server, 'close');
-  return port;
-}
 
 /** The environment without DFE_* settings (a server URL there would send the demo to it). */
 function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {

@@ -9,13 +9,13 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO } from '../chart/tools.js';
 import { parseRuntimeStage } from './dockerfile.js';
+import { freePort } from '../helpers/ports.js';
 
 const stage = parseRuntimeStage(join(REPO, 'Dockerfile'));
 const CLIS = {
@@ -197,16 +197,6 @@ describe('production install (the Dockerfile runtime stage, replayed)', () => {
     expect(filesOutsideTmp()).toEqual(filesBefore);
   });
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
-}
 
 function spawnServer(cli: Cli, args: string[], extraEnv: Record<string, string> = {}) {
   const child = spawn(root(`/usr/local/bin/${cli}`), args, {

@@ -6,6 +6,7 @@ import type { CompiledQuery } from '../../src/catalogue/types.js';
 import { PRESSURE_MAX, PRESSURE_MIN, PRESSURE_WINDOW_SECONDS, renderPressureSql } from '../../src/pressure/rule.js';
 import { queryRows } from '../helpers/clickhouse.js';
 import { agedNs, openGaugeFixture, otlpPoint, type GaugeFixture } from './gauge-fixture.js';
+import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
 
 /**
  * One place per fact: the built-in `pressure` query of queries/queries.yaml,
@@ -17,7 +18,7 @@ let pressure: CompiledQuery;
 
 beforeAll(async () => {
   fx = await openGaugeFixture('agreement');
-  const catalogue = await loadCatalogue({ dataDatabase: 'dfe', otelDatabase: fx.db.database, clock: systemClock });
+  const catalogue = await loadCatalogue({ dataDatabase: 'dfe', otelDatabase: fx.db.database, builtins: SHIM_CATALOGUE_BUILTINS, clock: systemClock });
   const q = catalogue.queries.get('pressure');
   if (!q) throw new Error('the built-in catalogue has no `pressure` query');
   pressure = q;
@@ -30,7 +31,7 @@ describe('built-in pressure query = the pressure rule', () => {
     expect(pressure.sql.trim()).toBe(renderPressureSql(quoteDatabase(fx.db.database)));
   });
 
-  it('declares what SPEC §3 says the built-in declares', () => {
+  it('declares what docs/pressure.md says the built-in declares', () => {
     expect(pressure).toMatchObject({
       database: 'otel',
       params: ['service'],

@@ -3,7 +3,7 @@ import { queryRows } from '../helpers/clickhouse.js';
 import { agedNs, openGaugeFixture, otlpPoint, scrapePoint, type GaugeFixture } from './gauge-fixture.js';
 
 /**
- * SPEC §6 on the real engine, with rows shaped as an OTLP push and as a
+ * docs/pressure.md#the-rule on the real engine, with rows shaped as an OTLP push and as a
  * Prometheus scrape write them. Each test uses its own service name, so tests
  * share one table without seeing each other's rows.
  */

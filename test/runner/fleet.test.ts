@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openClickHouse, type ClickHouseHandle } from '../../src/clickhouse/client.js';
-import { applySchema } from '../../src/hunts/schema.js';
-import { latestFire, phaseOffset } from '../../src/hunts/schedule.js';
-import type { RunnerEvents, TickRecord } from '../../src/hunts/run-fire.js';
-import { startRunner, type RunnerHandle } from '../../src/hunts/start.js';
-import type { RunWindow } from '../../src/hunts/window.js';
+import { applySchema } from '../../src/coordination/topology.js';
+import { latestFire, phaseOffset } from '../../src/schedule/arithmetic.js';
+import type { RunnerEvents, TickRecord } from '../../src/runner/fire.js';
+import { startRunner, type RunnerHandle } from '../../src/runner/start.js';
+import type { RunWindow } from '../../src/schedule/window.js';
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
 import { createOutputTable, outputHunt, outputRows, runnerConfig, tempHuntsDir } from './fixtures.js';
 
@@ -174,7 +174,7 @@ describe('a fleet of runners', () => {
     // end, lies in exactly one run's window (start, end]. Most run as their own fire; a fire
     // that came due while a dead lease held its hunt (the crashed runner's, or a late
     // claim's) or while the fleet was saturated is folded into the next run's window —
-    // the catch-up of SPEC §7.6 — never skipped and never run twice.
+    // the catch-up of docs/schedule.md#latest-fire — never skipped and never run twice.
     let scheduled = 0;
     let ownRun = 0;
     const uncovered: string[] = [];

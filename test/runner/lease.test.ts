@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openClickHouse } from '../../src/clickhouse/client.js';
-import { applySchema } from '../../src/hunts/schema.js';
-import { startRunner } from '../../src/hunts/start.js';
+import { applySchema } from '../../src/coordination/topology.js';
+import { startRunner } from '../../src/runner/start.js';
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
 import { createOutputTable, outputHunt, outputRows, runnerConfig, tempHuntsDir } from './fixtures.js';
 
 /**
- * The lease of a won run, at its edges (SPEC §7.6 steps 5–6): renewal stops
+ * The lease of a won run, at its edges (docs/runner.md#a-tick, steps 5–6): renewal stops
  * when the run ends, whatever ended it, and a renewal already on its way can
  * never land over the release and hold the hunt for a whole lease.
  */

@@ -4,10 +4,10 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openClickHouse } from '../../src/clickhouse/client.js';
 import { loadConfig } from '../../src/config/load.js';
-import { readSchedule } from '../../src/hunts/materialise.js';
-import { applySchema, coordinationSettings } from '../../src/hunts/schema.js';
-import { startRunner } from '../../src/hunts/start.js';
-import { freePort } from '../helpers/faults.js';
+import { readSchedule } from '../../src/coordination/materialise.js';
+import { applySchema, coordinationSettings } from '../../src/coordination/topology.js';
+import { startRunner } from '../../src/runner/start.js';
+import { freePort } from '../helpers/ports.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { capturingLogger, runnerConfig, tempHuntsDir } from './fixtures.js';
 

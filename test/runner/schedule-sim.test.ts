@@ -1,9 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { applySchema } from '../../src/hunts/schema.js';
-import { latestFire, phaseOffset } from '../../src/hunts/schedule.js';
-import type { RunnerEvents } from '../../src/hunts/run-fire.js';
-import { startRunner, type RunnerHandle } from '../../src/hunts/start.js';
+import { applySchema } from '../../src/coordination/topology.js';
+import { latestFire, phaseOffset } from '../../src/schedule/arithmetic.js';
+import type { RunnerEvents } from '../../src/runner/fire.js';
+import { startRunner, type RunnerHandle } from '../../src/runner/start.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { createOutputTable, outputHunt, outputRows, runnerConfig, tempHuntsDir } from './fixtures.js';
 

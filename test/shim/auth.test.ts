@@ -6,7 +6,7 @@ import { isDfeError } from '../../src/errors.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { compiled, get, makeApp, type AppUnderTest } from './helpers.js';
 
-/** Optional auth of the query routes (SPEC §5), secrets read from files that rotate. */
+/** Optional auth of the query routes (docs/api.md#auth-and-tls), secrets read from files that rotate. */
 let db: TestDatabase;
 const dir = mkdtempSync(join(tmpdir(), 'dfe-shim-auth-'));
 const file = (name: string, content: string) => {

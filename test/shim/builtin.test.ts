@@ -2,13 +2,14 @@ import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CatalogueStore } from '../../src/catalogue/store.js';
 import { systemClock } from '../../src/clock.js';
-import { applySchema } from '../../src/hunts/schema.js';
+import { applySchema } from '../../src/coordination/topology.js';
 import { createOtelGaugeTable, insertGaugePoints } from '../../src/pressure/otel-table.js';
 import { PRESSURE_METRIC } from '../../src/pressure/rule.js';
 import { buildShimApp } from '../../src/shim/app.js';
 import type { FastifyInstance } from 'fastify';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { get, shimConfig } from './helpers.js';
+import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
 
 /**
  * The shipped catalogue (queries/queries.yaml, loaded by the real store) served
@@ -21,7 +22,7 @@ beforeAll(async () => {
   db = await openTestDatabase('shim_builtin');
   await applySchema(db.handle.client, db.database, { kind: 'single' });
   await createOtelGaugeTable(db.handle.client, db.database);
-  const catalogue = await CatalogueStore.open({ dataDatabase: db.database, otelDatabase: db.database, clock: systemClock });
+  const catalogue = await CatalogueStore.open({ dataDatabase: db.database, otelDatabase: db.database, builtins: SHIM_CATALOGUE_BUILTINS, clock: systemClock });
   app = await buildShimApp({ catalogue, clickhouse: db.handle, config: { shim: shimConfig() }, registry: new Registry() });
 });
 afterAll(async () => {

@@ -1,0 +1,129 @@
+import { qualifiedTable } from '../clickhouse/identifiers.js';
+import { RUN_STATUS, TABLES } from './tables.js';
+
+/**
+ * THE due-hunt SQL (docs/tables.md#the-due-rule). The runner's gate and the shim's `backlog`
+ * query both call this one builder, so they cannot drift. It implements
+ * `dueDecision` in schedule/arithmetic.ts; test/coordination/due-parity.test.ts holds them equal.
+ *
+ * - each table is collapsed per hunt with argMax(col, version), no FINAL;
+ * - tombstones (`enabled = 0`, interval 0) are dropped in the innermost query,
+ *   before any `intDiv`, so a zero interval never divides;
+ * - "no watermark" is told apart from watermark 0 by a `has_wm` marker, since a
+ *   LEFT JOIN fills missing rows with defaults;
+ * - `now` is the ClickHouse server clock, or a bound `{now:Int64}` in tests.
+ */
+export interface DueSqlOptions {
+  /**
+   * `server` uses ClickHouse's `now()`; `param` binds `{now:Int64}` (tests, tools);
+   * `outer` reads `tick_now` from an enclosing `WITH` (only dueTickSql uses it, so
+   * the rows and the count of one tick share one clock reading).
+   */
+  readonly now?: 'server' | 'param' | 'outer';
+}
+
+export type DueRow = {
+  readonly hunt_id: string;
+  readonly fire: number;
+  /** 1 when the fire comes from a run-now request. */
+  readonly requested: number;
+  readonly server_now: number;
+};
+
+const SERVER_NOW = 'toInt64(toUnixTimestamp(now()))';
+
+function nowExpr(options: DueSqlOptions): string {
+  if (options.now === 'param') return '{now:Int64}';
+  if (options.now === 'outer') return 'tick_now';
+  return SERVER_NOW;
+}
+
+/** Rows (hunt_id, fire, requested, server_now) of every due hunt, oldest fire first. */
+export function dueRowsSql(database: string, options: DueSqlOptions = {}): string {
+  const schedule = qualifiedTable(database, TABLES.schedule);
+  const watermark = qualifiedTable(database, TABLES.watermark);
+  const lease = qualifiedTable(database, TABLES.lease);
+  const run = qualifiedTable(database, TABLES.run);
+  return `
+SELECT hunt_id, toInt64(if(sched_owed, sched_fire, req_fire)) AS fire, toUInt8(NOT sched_owed) AS requested, now_s AS server_now
+FROM (
+  SELECT
+    s.hunt_id AS hunt_id,
+    ${nowExpr(options)} AS now_s,
+    intDiv(now_s, s.interval_seconds) * s.interval_seconds + s.phase_offset AS current_fire,
+    if(now_s >= current_fire, current_fire, current_fire - s.interval_seconds) AS sched_fire,
+    (w.has_wm = 0 OR w.watermark < sched_fire) AS sched_owed,
+    arrayFilter(f -> f <= now_s AND (w.has_wm = 0 OR f > w.watermark), r.req_fires) AS req_open,
+    if(length(req_open) > 0, arrayMax(req_open), 0) AS req_fire,
+    l.lease_until <= now_s AS lease_free
+  FROM (
+    SELECT hunt_id, interval_seconds, phase_offset
+    FROM (
+      SELECT hunt_id,
+        argMax(interval_seconds, updated) AS interval_seconds,
+        argMax(phase_offset, updated) AS phase_offset,
+        argMax(enabled, updated) AS enabled
+      FROM ${schedule}
+      GROUP BY hunt_id
+    )
+    WHERE enabled = 1 AND interval_seconds > 0
+  ) AS s
+  LEFT JOIN (
+    SELECT hunt_id, argMax(watermark, updated) AS watermark, toUInt8(1) AS has_wm
+    FROM ${watermark}
+    GROUP BY hunt_id
+  ) AS w ON w.hunt_id = s.hunt_id
+  LEFT JOIN (
+    SELECT hunt_id, argMax(lease_until, claimed) AS lease_until
+    FROM ${lease}
+    GROUP BY hunt_id
+  ) AS l ON l.hunt_id = s.hunt_id
+  LEFT JOIN (
+    -- Every fire ever requested. Whether one is still owed is the watermark's
+    -- call (req_open), not its newest status: a requested run that failed stays
+    -- owed like any fire. hunt_run keeps every run ever; only requested rows are read.
+    SELECT hunt_id, groupUniqArray(fire) AS req_fires
+    FROM ${run}
+    WHERE status = '${RUN_STATUS.requested}'
+    GROUP BY hunt_id
+  ) AS r ON r.hunt_id = s.hunt_id
+)
+WHERE lease_free AND (sched_owed OR length(req_open) > 0)
+ORDER BY fire ASC, hunt_id ASC`;
+}
+
+/** `value` = the number of due hunts: the shim's `backlog` query. */
+export function dueCountSql(database: string, options: DueSqlOptions = {}): string {
+  return `SELECT count() AS value FROM (${dueRowsSql(database, options)}\n)`;
+}
+
+/** One row: the tick's clock, the shim's backlog count and the gate's due rows. */
+export type DueTickRow = {
+  readonly server_now: number | string;
+  readonly backlog: number | string;
+  /** [hunt_id, fire, requested] per due hunt, in no particular order. */
+  readonly due: ReadonlyArray<readonly [string, number | string, number | string]>;
+};
+
+/**
+ * The runner's one due query per tick (docs/runner.md#a-tick, step 1): the gate's due rows
+ * (dueRowsSql) and the shim's backlog (dueCountSql) side by side, evaluated at
+ * ONE clock reading and in one pipeline, so a tick can record that the two
+ * agree. `now()` is read once in the WITH: ClickHouse evaluates `now()` afresh
+ * in each scalar subquery, so two separate readings could straddle a second.
+ * Both sides are FROM-subqueries (aggregates without GROUP BY, one row each),
+ * never scalar subqueries, which ClickHouse would run one after the other.
+ */
+export function dueTickSql(database: string, options: { readonly now?: 'server' | 'param' } = {}): string {
+  const tickNow = options.now === 'param' ? '{now:Int64}' : SERVER_NOW;
+  const outer: DueSqlOptions = { now: 'outer' };
+  return `
+WITH ${tickNow} AS tick_now
+SELECT tick_now AS server_now, c.value AS backlog, d.due AS due
+FROM (${dueCountSql(database, outer)}
+) AS c
+CROSS JOIN (
+  SELECT groupArray(tuple(hunt_id, fire, requested)) AS due FROM (${dueRowsSql(database, outer)}
+  )
+) AS d`;
+}

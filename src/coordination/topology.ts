@@ -1,0 +1,55 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import type { ClickHouseSettings } from '@clickhouse/client';
+import type { Topology } from '../config/load.js';
+import { schemaDdl, type ResolvedTopology } from './tables.js';
+
+/**
+ * Topology `auto` (docs/tables.md#topology): a Replicated database → replicated tables in it;
+ * `shard` + `replica` macros → replicated tables ON CLUSTER; else single node.
+ */
+export async function resolveTopology(
+  client: ClickHouseClient,
+  database: string,
+  wanted: Topology,
+  cluster: string,
+): Promise<ResolvedTopology> {
+  if (wanted === 'single') return { kind: 'single' };
+  const engineRows = await client.query({
+    query: 'SELECT engine FROM system.databases WHERE name = {db:String}',
+    query_params: { db: database },
+    format: 'JSONEachRow',
+  });
+  const engines = await engineRows.json<{ engine: string }>();
+  if (engines[0]?.engine === 'Replicated') return { kind: 'replicated-database' };
+  const macroRows = await client.query({
+    query: "SELECT count() AS n FROM system.macros WHERE macro IN ('shard', 'replica')",
+    format: 'JSONEachRow',
+  });
+  const macros = await macroRows.json<{ n: number | string }>();
+  if (Number(macros[0]?.n ?? 0) === 2) return { kind: 'cluster', cluster };
+  return wanted === 'replicated' ? { kind: 'cluster', cluster } : { kind: 'single' };
+}
+
+/**
+ * Quorum settings for coordination reads and writes on replicated tables, so a
+ * claim's read-back sees every competing claim (docs/tables.md#topology).
+ */
+export interface CoordinationSettings {
+  readonly read: ClickHouseSettings;
+  readonly write: ClickHouseSettings;
+}
+
+export function coordinationSettings(topology: ResolvedTopology): CoordinationSettings {
+  if (topology.kind === 'single') return { read: {}, write: {} };
+  return {
+    read: { select_sequential_consistency: '1' },
+    write: { insert_quorum: 'auto', insert_quorum_parallel: 0 },
+  };
+}
+
+/** Runs every DDL statement; each is `IF NOT EXISTS`, so a second run changes nothing. */
+export async function applySchema(client: ClickHouseClient, database: string, topology: ResolvedTopology): Promise<string[]> {
+  const statements = schemaDdl(database, topology);
+  for (const query of statements) await client.command({ query });
+  return statements;
+}

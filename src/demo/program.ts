@@ -1,0 +1,141 @@
+/**
+ * `npm start`: the whole system in one process on the embedded ClickHouse
+ * (libchdb allows one process per data directory, so the shim and the runner
+ * share it): apply the schema, create and feed the demo tables, materialise
+ * examples/hunts, start the runner loop and the shim, print what to curl.
+ * Set DFE_CLICKHOUSE_URL to run the same demo against a server.
+ */
+import { fileURLToPath } from 'node:url';
+import closeWithGrace from 'close-with-grace';
+import type { ClickHouseClient } from '@clickhouse/client';
+import { openClickHouse, type ClickHouseHandle } from '../clickhouse/client.js';
+import { loadConfig, type AppConfig } from '../config/load.js';
+import { describeError } from '../errors.js';
+import { createLogger, type Logger } from '../log.js';
+import { createDemoTables, startEventFeeder } from './demo-data.js';
+import { dueCountSql } from '../coordination/due-sql.js';
+import { applySchema, resolveTopology } from '../coordination/topology.js';
+import { startRunner } from '../runner/start.js';
+import { createOtelGaugeTable } from '../pressure/otel-table.js';
+import { DEMO_PRESSURE_SERVICES, startPressureFeeder } from './pressure-feeder.js';
+import { startShim } from '../shim/start.js';
+
+const EXAMPLE_HUNTS = fileURLToPath(new URL('../../../examples/hunts', import.meta.url));
+
+/** Demo defaults, each overridable by its environment variable. */
+const DEMO_ENV: Readonly<Record<string, string>> = Object.freeze({
+  DFE_HUNTS_DIR: EXAMPLE_HUNTS,
+  DFE_HUNT_RUNNER_POLL_SECONDS: '5',
+  DFE_KEDA_SHIM_HOST: '127.0.0.1',
+  LOG_LEVEL: 'warn',
+});
+
+/** Runs the demo until a stop signal; rejects if startup fails (everything started so far is stopped first). */
+export async function runDemo(): Promise<void> {
+  const config = loadConfig({ ...DEMO_ENV, ...process.env });
+  const logger = createLogger(config.log);
+  const handle = await openClickHouse(config.clickhouse);
+  // What is running so far, stopped newest first if startup fails (a port already taken):
+  // exiting with the embedded engine busy crashes it (SIGSEGV) instead of a clean exit 1.
+  const started: (() => Promise<void>)[] = [() => handle.close()];
+  try {
+    await startAll(config, logger, handle, started);
+  } catch (err) {
+    for (const stop of started.reverse()) await stop().catch(() => undefined);
+    throw err;
+  }
+}
+
+async function startAll(config: AppConfig, logger: Logger, handle: ClickHouseHandle, started: (() => Promise<void>)[]): Promise<void> {
+  const ch = config.clickhouse;
+  const topology = await resolveTopology(handle.client, ch.dataDatabase, ch.topology, ch.cluster);
+  await applySchema(handle.client, ch.dataDatabase, topology);
+  await createDemoTables(handle.client, ch.dataDatabase);
+  await handle.client.command({ query: `CREATE DATABASE IF NOT EXISTS \`${ch.otelDatabase}\`` });
+  await createOtelGaugeTable(handle.client, ch.otelDatabase);
+
+  const onFeedError = (err: unknown) => logger.warn({ reason: describeError(err) }, 'demo feeder write failed');
+  const events = startEventFeeder(handle.client, ch.dataDatabase, { onError: onFeedError });
+  const pressure = startPressureFeeder({ client: handle.client, database: ch.otelDatabase, onError: onFeedError });
+  started.push(() => Promise.all([events.stop(), pressure.stop()]).then(() => undefined));
+  const runner = await startRunner({
+    handle,
+    config,
+    log: logger,
+    serve: { host: config.shim.host, port: config.runner.metricsPort },
+  });
+  started.push(() => runner.stop());
+  // The shim gets its own connection: on the embedded engine one connection runs one
+  // query at a time and per-query settings outlive the query (see docs/embedded.md).
+  const shim = await startShim({ config, logger, handleSignals: false });
+
+  const base = shim.url;
+  const service = DEMO_PRESSURE_SERVICES[0]?.service ?? 'demo-ingest';
+  process.stdout.write(
+    [
+      '',
+      `dfe-keda-shim demo: ${handle.target}, hunts from ${config.runner.huntsDir}`,
+      '',
+      `  curl ${base}/keda/hunt-backlog             # due hunts (KEDA AverageValue signal)`,
+      `  curl '${base}/keda/pressure?service=${service}&hold=70'   # scaling pressure (Value signal)`,
+      `  curl ${base}/q/backlog                     # any catalogue query by name`,
+      `  curl ${base}/status                        # per-query value, age, last error`,
+      `  curl ${base}/metrics                       # Prometheus metrics of the shim`,
+      `  curl ${runner.metricsUrl ?? ''}/metrics    # Prometheus metrics of the hunt runner`,
+      '',
+      'Ctrl-C stops it. Every 10 s a line shows the due backlog and what the hunts found.',
+      '',
+    ].join('\n'),
+  );
+  const ticker = startTicker(handle.client, ch.dataDatabase);
+
+  const grace = closeWithGrace({ delay: 15_000, skip: [...STOP_SIGNALS] }, async ({ signal, err }) => {
+    if (err) logger.error({ reason: describeError(err) }, 'fatal error; shutting down');
+    else if (signal) logger.info({ signal }, 'shutting down');
+    clearInterval(ticker);
+    await shim.close();
+    await runner.stop();
+    await Promise.all([events.stop(), pressure.stop()]);
+    await handle.close();
+  });
+  onceOnStopSignal((signal) => {
+    logger.info({ signal }, 'shutting down');
+    grace.close();
+  });
+}
+
+/**
+ * `npm start` runs `sh -c '… exec node …'`: the exec lets a SIGTERM sent to npm reach this
+ * process (npm forwards it to its child, which without exec was the shell alone, and the demo
+ * ran on as an orphan holding the ports and the embedded database). The price: Ctrl-C now
+ * arrives twice, once from the terminal and once forwarded by npm, and close-with-grace would
+ * take the second as "force quit" and exit mid-close. So only the first SIGINT/SIGTERM counts;
+ * repeats are ignored, and close-with-grace's delay (15 s) still bounds the stop.
+ */
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+
+function onceOnStopSignal(stop: (signal: NodeJS.Signals) => void): void {
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    stop(signal);
+  };
+  for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
+}
+
+/** Prints the backlog (the same SQL KEDA reads) and the detections so far, so the demo shows it working. */
+function startTicker(client: ClickHouseClient, database: string): NodeJS.Timeout {
+  const read = async (query: string): Promise<string> => {
+    const rs = await client.query({ query, format: 'JSONEachRow' });
+    const [row] = await rs.json<{ value: string | number }>();
+    return String(row?.value ?? 0);
+  };
+  const timer = setInterval(() => {
+    Promise.all([read(dueCountSql(database)), read(`SELECT count() AS value FROM \`${database}\`.detections`)])
+      .then(([backlog, detections]) => process.stdout.write(`${new Date().toISOString()} due hunts: ${backlog}, detections so far: ${detections}\n`))
+      .catch(() => undefined);
+  }, 10_000);
+  timer.unref();
+  return timer;
+}

@@ -1,0 +1,168 @@
+import type { Clock } from '../clock.js';
+import { describeError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { claimFires, type ClaimOutcome, type ClaimTiming } from '../coordination/claim.js';
+import type { Coordinator } from '../coordination/coordinator.js';
+import { executeFire, runSettingKeys } from './statements.js';
+import type { ClaimMetricOutcome, RunnerMetrics, RunOutcome } from './metrics.js';
+import type { PlannedRun } from '../schedule/plan.js';
+import type { SessionPool, StatementSession } from './statement-sessions.js';
+import { RUN_STATUS } from '../coordination/tables.js';
+import { runWindow, type RunWindow } from '../schedule/window.js';
+
+/**
+ * Planned fires, from claim to release (docs/runner.md#a-tick, steps 3–6). A failure is
+ * logged, counted and released; the fire stays owed. An aborted runner (a
+ * simulated crash) writes nothing more: its lease expires on its own.
+ */
+export interface RunnerEvents {
+  tick?(record: TickRecord): void;
+  /** `plannedAt`: the ClickHouse clock (epoch seconds) of the tick that planned the claim. */
+  claim?(event: { runnerId: string; huntId: string; fire: number; plannedAt: number; outcome: ClaimMetricOutcome }): void;
+  statement?(event: { runnerId: string; huntId: string; fire: number; index: number }): void;
+  run?(event: { runnerId: string; huntId: string; fire: number; outcome: RunOutcome; window: RunWindow }): void;
+}
+
+export interface TickRecord {
+  readonly runnerId: string;
+  readonly serverNow: number;
+  /** dueCountSql: what the shim's backlog query answers at this tick's clock. */
+  readonly backlog: number;
+  /** The gate: how many due rows this tick's due query returned. */
+  readonly gate: number;
+  readonly started: number;
+  readonly inFlight: number;
+}
+
+export interface FireContext {
+  readonly runnerId: string;
+  readonly coord: Coordinator;
+  readonly sessions: SessionPool;
+  readonly timing: ClaimTiming;
+  readonly clock: Clock;
+  readonly metrics: RunnerMetrics;
+  readonly log: Logger;
+  readonly events: RunnerEvents;
+  readonly signal: AbortSignal;
+  /** Called when a claim is won and its run starts (the runner tracks overruns from here). */
+  readonly onRunStart?: (huntId: string) => void;
+}
+
+/**
+ * Renews the lease every lease/3 until stopped, so a long run is never taken
+ * over. Stopping waits for a renewal already sent: it goes over the runner's
+ * own connection, the release over the run's, so a renewal still queued there
+ * could otherwise land over the release and hold the hunt for a whole lease.
+ */
+function startRenewal(ctx: FireContext, huntId: string, fire: number): () => Promise<void> {
+  const everyMs = (ctx.timing.leaseSeconds * 1000) / 3;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  let sent: Promise<void> = Promise.resolve();
+  const renew = async () => {
+    if (stopped || ctx.signal.aborted) return;
+    try {
+      await ctx.coord.putLease(huntId, ctx.runnerId, fire, ctx.timing.leaseSeconds);
+    } catch (err) {
+      if (!ctx.signal.aborted) ctx.log.warn({ hunt: huntId, fire, err: describeError(err) }, 'lease renewal failed');
+    }
+    if (!stopped) timer = setTimeout(() => (sent = renew()), everyMs);
+  };
+  timer = setTimeout(() => (sent = renew()), everyMs);
+  return async () => {
+    stopped = true;
+    if (timer) clearTimeout(timer);
+    await sent;
+  };
+}
+
+function claimed(ctx: FireContext, planned: PlannedRun, outcome: ClaimMetricOutcome): void {
+  ctx.metrics.claims.inc({ outcome });
+  const plannedAt = planned.fire + planned.latenessSeconds;
+  ctx.events.claim?.({ runnerId: ctx.runnerId, huntId: planned.spec.huntId, fire: planned.fire, plannedAt, outcome });
+}
+
+/**
+ * Claims one tick's batch of planned fires and runs each won fire. Returns
+ * one promise per hunt, settled when that hunt's fire is done (lost, skipped,
+ * succeeded or failed); none rejects.
+ */
+export function claimAndRun(ctx: FireContext, batch: readonly PlannedRun[]): Map<string, Promise<void>> {
+  const requests = batch.map((p) => ({ huntId: p.spec.huntId, fire: p.fire }));
+  const claims = claimFires(ctx.coord, ctx.runnerId, requests, ctx.timing).catch((err: unknown) => {
+    if (!ctx.signal.aborted) ctx.log.warn({ hunts: requests.length, err: describeError(err) }, 'claim failed; the fires stay owed');
+    return new Map<string, ClaimOutcome>();
+  });
+  return new Map(batch.map((p) => [p.spec.huntId, claims.then((outcomes) => afterClaim(ctx, p, outcomes.get(p.spec.huntId)))]));
+}
+
+async function afterClaim(ctx: FireContext, planned: PlannedRun, claim: ClaimOutcome | undefined): Promise<void> {
+  if (!claim || ctx.signal.aborted) return;
+  const { spec, fire } = planned;
+  const log = ctx.log.child({ hunt: spec.huntId, fire });
+  if (claim.kind !== 'won') {
+    claimed(ctx, planned, claim.kind);
+    log.debug({ outcome: claim.kind, holder: claim.kind === 'lost' ? claim.holder?.owner : undefined }, 'claim did not stand');
+    return;
+  }
+  try {
+    if (claim.watermark !== null && claim.watermark >= fire) {
+      claimed(ctx, planned, 'already_run');
+      await ctx.coord.putLease(spec.huntId, ctx.runnerId, fire, 'release');
+      return;
+    }
+    claimed(ctx, planned, 'won');
+    ctx.onRunStart?.(spec.huntId);
+    await runClaimedFire(ctx, planned, runWindow(fire, claim.watermark, spec.intervalSeconds), log);
+  } catch (err) {
+    if (!ctx.signal.aborted) log.warn({ err: describeError(err) }, 'run could not start or finish; its lease expires on its own');
+  }
+}
+
+/**
+ * A won fire's statements and end-of-run writes share one session from the
+ * pool (on the embedded backend a session runs one query at a time, so fires
+ * must not queue behind each other on one connection). Renewals go through the
+ * runner's own connection, which never runs a long statement.
+ */
+async function runClaimedFire(ctx: FireContext, planned: PlannedRun, window: RunWindow, log: Logger): Promise<void> {
+  const { spec, fire } = planned;
+  const huntId = spec.huntId;
+  ctx.metrics.fireLateness.observe(Math.max(0, planned.latenessSeconds));
+  const stopRenewal = startRenewal(ctx, huntId, fire);
+  const startedMs = ctx.clock.nowMs();
+  let session: StatementSession | undefined;
+  let outcome: RunOutcome = 'succeeded';
+  let rowsWritten = 0;
+  try {
+    // Inside the try: a session that cannot be opened must stop the renewal too.
+    const own = (session = await ctx.sessions.acquire());
+    const coord = ctx.coord.withClient(own.client);
+    try {
+      ({ rowsWritten } = await ctx.sessions.runStatements(() =>
+        executeFire(own.client, spec, fire, window, {
+          signal: ctx.signal,
+          onStatement: (index) => ctx.events.statement?.({ runnerId: ctx.runnerId, huntId, fire, index }),
+        }),
+      ));
+    } catch (err) {
+      if (ctx.signal.aborted) return;
+      outcome = 'failed';
+      log.error({ err: describeError(err), file: spec.file }, 'hunt run failed; the fire stays owed');
+    }
+    // The hunt's settings must not ride along on the coordination writes below.
+    await ctx.sessions.reset(own, runSettingKeys(spec));
+    // Order matters: the watermark before the release, so a peer that claims
+    // right after the release finds the fire already run.
+    if (outcome === 'succeeded') await coord.setWatermark(huntId, fire);
+    await stopRenewal();
+    await coord.putLease(huntId, ctx.runnerId, fire, 'release');
+    await coord.runRow(huntId, fire, outcome === 'succeeded' ? RUN_STATUS.succeeded : RUN_STATUS.failed, rowsWritten);
+  } finally {
+    await stopRenewal();
+    if (session && !ctx.signal.aborted) await ctx.sessions.release(session, runSettingKeys(spec));
+  }
+  ctx.metrics.runs.inc({ hunt_id: huntId, outcome });
+  ctx.metrics.runDuration.observe((ctx.clock.nowMs() - startedMs) / 1000);
+  ctx.events.run?.({ runnerId: ctx.runnerId, huntId, fire, outcome, window });
+}

@@ -1,0 +1,223 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import { setMaxListeners } from 'node:events';
+import type { Clock } from '../clock.js';
+import type { ClickHouseConfig, RunnerConfig } from '../config/load.js';
+import { describeError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { Coordinator } from '../coordination/coordinator.js';
+import { ServerTime, type CoordinationTime } from '../coordination/server-clock.js';
+import { huntsDirSignature, loadHuntsDir, logHuntSet } from '../schedule/hunt-files.js';
+import { materialise, materialiseSummary } from '../coordination/materialise.js';
+import type { RunnerMetrics } from './metrics.js';
+import { overrunFire, planTick, type PlannedRun } from '../schedule/plan.js';
+import { claimAndRun, type RunnerEvents, type TickRecord } from './fire.js';
+import { coordinationSettings, resolveTopology } from '../coordination/topology.js';
+import type { SessionPool } from './statement-sessions.js';
+import type { HuntSpec } from '../schedule/hunt-spec.js';
+
+/** Every ClickHouse call of a runner listens on one signal; many run at once. */
+function abortController(): AbortController {
+  const controller = new AbortController();
+  setMaxListeners(0, controller.signal);
+  return controller;
+}
+
+export type ClickHouseState = 'unknown' | 'up' | 'down';
+
+export interface RunnerDeps {
+  readonly runnerId: string;
+  readonly client: ClickHouseClient;
+  readonly clickhouse: ClickHouseConfig;
+  readonly settings: RunnerConfig;
+  readonly sessions: SessionPool;
+  readonly clock: Clock;
+  readonly sleep: (ms: number) => Promise<void>;
+  readonly time: 'server' | 'clock';
+  readonly metrics: RunnerMetrics;
+  readonly log: Logger;
+  readonly events: RunnerEvents;
+}
+
+interface InFlight {
+  readonly fire: number;
+  readonly done: Promise<void>;
+  /** The claim was won: this runner holds the lease and runs the fire. */
+  running: boolean;
+  overrunCountedThrough: number;
+}
+
+/**
+ * One runner's state and its tick (docs/runner.md#a-tick). The loop, HTTP and process
+ * wiring live in start.ts; this file decides what a tick does. ClickHouse being
+ * down skips the tick (logged once down, once up); nothing here throws out of
+ * `tick()`, so the process stays alive.
+ */
+export class Runner {
+  private hunts = new Map<string, HuntSpec>();
+  private signature = '';
+  private needsMaterialise = true;
+  private coord: Coordinator | undefined;
+  private readonly inFlight = new Map<string, InFlight>();
+  private readonly abort = abortController();
+  private chState: ClickHouseState = 'unknown';
+  private halted = false;
+
+  constructor(private readonly deps: RunnerDeps) {}
+
+  get clickhouseState(): ClickHouseState {
+    return this.chState;
+  }
+
+  get huntCount(): number {
+    return this.hunts.size;
+  }
+
+  /** Loads the hunts directory; throws only if the directory itself is unreadable. */
+  loadHunts(): void {
+    const set = loadHuntsDir(this.deps.settings.huntsDir, this.deps.settings.spreadFraction);
+    logHuntSet(this.deps.log, set);
+    if (set.invalid.length > 0) this.deps.metrics.specErrors.inc(set.invalid.length);
+    this.hunts = new Map(set.hunts.map((h) => [h.huntId, h]));
+    this.signature = set.signature;
+    this.needsMaterialise = true;
+  }
+
+  private reloadIfChanged(): void {
+    let signature: string;
+    try {
+      signature = huntsDirSignature(this.deps.settings.huntsDir);
+    } catch (err) {
+      this.deps.log.warn({ err: describeError(err) }, 'hunts directory unreadable; keeping the hunts loaded before');
+      return;
+    }
+    if (signature === this.signature) return;
+    this.deps.log.info({ dir: this.deps.settings.huntsDir }, 'hunts directory changed; reloading');
+    this.loadHunts();
+  }
+
+  private async coordinator(): Promise<Coordinator> {
+    if (this.coord) return this.coord;
+    const { client, clickhouse } = this.deps;
+    const topology = await resolveTopology(client, clickhouse.dataDatabase, clickhouse.topology, clickhouse.cluster);
+    const time: CoordinationTime = this.deps.time === 'clock' ? { kind: 'clock', clock: this.deps.clock } : { kind: 'server' };
+    const serverTime = new ServerTime(time, this.deps.clock);
+    this.coord = new Coordinator(client, clickhouse.dataDatabase, coordinationSettings(topology), serverTime, this.abort.signal);
+    return this.coord;
+  }
+
+  private async materialiseIfNeeded(coord: Coordinator): Promise<void> {
+    if (!this.needsMaterialise) return;
+    const hunts = [...this.hunts.values()];
+    const plan = await materialise(this.deps.client, coord.database, hunts, coord.settings);
+    this.needsMaterialise = false;
+    this.deps.log.info({ added: plan.added, changed: plan.changed, tombstoned: plan.tombstoned }, materialiseSummary(plan, coord.database));
+  }
+
+  /** On start: materialise at once (docs/tables.md#materialise); if ClickHouse is down, the first tick that reaches it does. */
+  async prepare(): Promise<void> {
+    try {
+      await this.materialiseIfNeeded(await this.coordinator());
+    } catch (err) {
+      this.markClickHouse('down', err);
+    }
+  }
+
+  private markClickHouse(state: 'up' | 'down', err?: unknown): void {
+    if (state === 'down' && this.chState !== 'down') {
+      this.deps.log.error({ err: describeError(err) }, 'ClickHouse unreachable; ticks are skipped until it answers');
+    } else if (state === 'up' && this.chState === 'down') {
+      this.deps.log.info('ClickHouse answers again; ticking');
+    }
+    this.chState = state;
+  }
+
+  /** One tick. Returns what it saw, or undefined when ClickHouse did not answer or the runner is stopped. */
+  async tick(): Promise<TickRecord | undefined> {
+    if (this.abort.signal.aborted || this.halted) return undefined;
+    const startedMs = this.deps.clock.nowMs();
+    this.reloadIfChanged();
+    let record: TickRecord | undefined;
+    try {
+      const coord = await this.coordinator();
+      await this.materialiseIfNeeded(coord);
+      const snapshot = await coord.tick();
+      // A lost heartbeat row costs nothing but a stale "seen"; it must not skip the tick.
+      await coord.heartbeat(this.deps.runnerId, this.deps.settings.pollSeconds).catch((err: unknown) => {
+        this.deps.log.warn({ err: describeError(err) }, 'heartbeat write failed; the tick goes on');
+      });
+      this.markClickHouse('up');
+      this.deps.metrics.backlog.set(snapshot.backlog);
+      this.countOverruns(coord, snapshot.serverNow);
+      const plan = planTick(snapshot, this.hunts, new Set(this.inFlight.keys()), this.deps.settings.cap, this.deps.runnerId);
+      this.start(coord, plan.start);
+      record = {
+        runnerId: this.deps.runnerId,
+        serverNow: snapshot.serverNow,
+        backlog: snapshot.backlog,
+        gate: snapshot.due.length,
+        started: plan.start.length,
+        inFlight: this.inFlight.size,
+      };
+      this.deps.events.tick?.(record);
+    } catch (err) {
+      if (this.abort.signal.aborted) return undefined;
+      this.markClickHouse('down', err);
+    }
+    this.deps.metrics.tickDuration.observe((this.deps.clock.nowMs() - startedMs) / 1000);
+    return record;
+  }
+
+  private start(coord: Coordinator, batch: readonly PlannedRun[]): void {
+    if (batch.length === 0) return;
+    const { runnerId, sessions, clock, metrics, log, events, settings } = this.deps;
+    const timing = {
+      leaseSeconds: settings.leaseSeconds,
+      settleMs: settings.settleMs,
+      clock,
+      sleep: this.deps.sleep,
+      claimStart: <T>(fn: () => Promise<T>) => sessions.claimStart(fn),
+    };
+    const onRunStart = (huntId: string) => {
+      const entry = this.inFlight.get(huntId);
+      if (entry) entry.running = true;
+    };
+    const ctx = { runnerId, coord, sessions, timing, clock, metrics, log, events, signal: this.abort.signal, onRunStart };
+    const runs = claimAndRun(ctx, batch);
+    for (const planned of batch) {
+      const huntId = planned.spec.huntId;
+      // A freed slot is filled at the next tick, not at once: one claim batch per
+      // tick keeps coordination cheap (refilling slot by slot was measured slower).
+      const done = (runs.get(huntId) ?? Promise.resolve()).finally(() => this.inFlight.delete(huntId));
+      this.inFlight.set(huntId, { fire: planned.fire, done, running: false, overrunCountedThrough: planned.fire });
+    }
+  }
+
+  /** No new runs from now on (stop): in-flight ones finish. */
+  halt(): void {
+    this.halted = true;
+  }
+
+  /** docs/runner.md#a-tick: an overrun is a fire that comes due while we still hold the lease of an earlier one. */
+  private countOverruns(coord: Coordinator, serverNow: number): void {
+    for (const [huntId, run] of this.inFlight) {
+      if (!run.running) continue;
+      const spec = this.hunts.get(huntId);
+      const newer = spec ? overrunFire(spec, run.fire, serverNow) : undefined;
+      if (newer === undefined || newer <= run.overrunCountedThrough) continue;
+      run.overrunCountedThrough = newer;
+      this.deps.metrics.overruns.inc();
+      this.deps.log.warn({ hunt: huntId, fire: run.fire, due: newer }, 'hunt overrun: the next fire came due while this one still runs');
+      coord.addOverrun(huntId).catch((err: unknown) => this.deps.log.warn({ err: describeError(err) }, 'could not record an overrun'));
+    }
+  }
+
+  /** Resolves when no run is in flight. */
+  async idle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight.values()].map((r) => r.done));
+  }
+
+  /** Like a crash: in-flight runs stop at their next step and write nothing more. */
+  crash(): void {
+    this.abort.abort(new Error('runner aborted'));
+  }
+}

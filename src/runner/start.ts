@@ -1,0 +1,151 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { setTimeout as delay } from 'node:timers/promises';
+import { openClickHouse, type ClickHouseHandle } from '../clickhouse/client.js';
+import { systemClock, type Clock } from '../clock.js';
+import type { AppConfig } from '../config/load.js';
+import { silentLogger, type Logger } from '../log.js';
+import { serveMetrics, type MetricsServer } from './probe-server.js';
+import { createRunnerMetrics, type RunnerMetrics } from './metrics.js';
+import type { RunnerEvents, TickRecord } from './fire.js';
+import { Runner } from './loop.js';
+import { embeddedSessionPool, sharedSessionPool } from './statement-sessions.js';
+
+/**
+ * `startRunner`: the hunt runner as a library, for the CLI and the all-in-one
+ * demo. It takes an already-open ClickHouse handle (coordination runs on it and
+ * it is never closed here), loads the hunts directory (an unreadable directory
+ * rejects), and ticks every `poll` seconds until `stop()`.
+ */
+export interface StartRunnerOptions {
+  readonly handle: ClickHouseHandle;
+  /** `runner` and `clickhouse` sections are used; hunts dir, poll, cap, lease, settle come from here. */
+  readonly config: AppConfig;
+  readonly log?: Logger;
+  /** Local time: settle, durations, loop pacing. Default: the system clock. */
+  readonly clock?: Clock;
+  readonly sleep?: (ms: number) => Promise<void>;
+  /** `server` (default): coordination uses ClickHouse's clock; `clock`: the injected Clock (tests, simulations). */
+  readonly time?: 'server' | 'clock';
+  /** Default: DFE_HUNT_RUNNER_ID, else `<hostname>-<pid>-<random>` (unique, so two processes never share leases). */
+  readonly runnerId?: string;
+  /** Embedded backend: opens a session for hunt statements. Default: openClickHouse(config.clickhouse). */
+  readonly openSession?: () => Promise<ClickHouseHandle>;
+  readonly events?: RunnerEvents;
+  /** Serve /livez, /readyz and /metrics here. Default: not served. */
+  readonly serve?: { readonly host: string; readonly port: number };
+  /** Tick every `poll` seconds (default true); false leaves ticking to the caller. */
+  readonly loop?: boolean;
+}
+
+export interface RunnerHandle {
+  readonly runnerId: string;
+  readonly metrics: RunnerMetrics;
+  /** Where /metrics is served, when `serve` was given. */
+  readonly metricsUrl: string | undefined;
+  /** One tick now (tests and tools; the loop calls it on its own). */
+  tick(): Promise<TickRecord | undefined>;
+  /** Resolves when no run is in flight. */
+  idle(): Promise<void>;
+  /** Stops ticking, waits for in-flight runs to finish and release, closes what it opened. */
+  stop(): Promise<void>;
+  /** Stops like a crash: no release, no watermark; leases expire on their own. */
+  crash(): void;
+}
+
+export function defaultRunnerId(): string {
+  return `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+}
+
+export async function startRunner(options: StartRunnerOptions): Promise<RunnerHandle> {
+  const { handle, config } = options;
+  const clock = options.clock ?? systemClock;
+  const log = (options.log ?? silentLogger()).child({ component: 'hunt-runner' });
+  const runnerId = options.runnerId ?? config.runner.runnerId ?? defaultRunnerId();
+  const metrics = createRunnerMetrics();
+  const sessions =
+    handle.backend === 'embedded'
+      ? embeddedSessionPool(options.openSession ?? (() => openClickHouse(config.clickhouse)))
+      : sharedSessionPool(handle.client);
+  const runner = new Runner({
+    runnerId,
+    client: handle.client,
+    clickhouse: config.clickhouse,
+    settings: config.runner,
+    sessions,
+    clock,
+    sleep: options.sleep ?? ((ms) => delay(ms)),
+    time: options.time ?? 'server',
+    metrics,
+    log: log.child({ runner: runnerId }),
+    events: options.events ?? {},
+  });
+  runner.loadHunts();
+  await runner.prepare();
+
+  let stopping = false;
+  const wake = new AbortController();
+  const pollMs = config.runner.pollSeconds * 1000;
+  const loop = async (): Promise<void> => {
+    while (!stopping) {
+      const startedMs = clock.nowMs();
+      await runner.tick();
+      // ±10 % jitter: runners started together drift apart, so one runner's
+      // fresh claims are visible (leased, not due) at the next runner's tick.
+      const jitteredMs = pollMs * (0.9 + 0.2 * Math.random());
+      const waitMs = Math.max(0, jitteredMs - (clock.nowMs() - startedMs));
+      await delay(waitMs, undefined, { signal: wake.signal }).catch(() => undefined);
+    }
+  };
+  // Probes first: a taken metrics port must stop the start, not leave a runner
+  // running hunts with no /livez for Kubernetes to see.
+  let server: MetricsServer | undefined;
+  if (options.serve) {
+    server = await serveMetrics(
+      metrics.registry,
+      {
+        live: () => !stopping,
+        ready: () => {
+          const state = runner.clickhouseState;
+          if (state === 'up') return { ready: true, reason: `ready: ${runner.huntCount} hunt(s)` };
+          return { ready: false, reason: state === 'down' ? 'ClickHouse unreachable' : 'no tick yet' };
+        },
+      },
+      options.serve.host,
+      options.serve.port,
+    ).catch(async (err: unknown) => {
+      await sessions.close();
+      throw err;
+    });
+    log.info({ url: server.url }, 'serving /livez, /readyz and /metrics');
+  }
+  const looping = options.loop === false ? Promise.resolve() : loop();
+
+  let stopped: Promise<void> | undefined;
+  return {
+    runnerId,
+    metrics,
+    metricsUrl: server?.url,
+    tick: () => runner.tick(),
+    idle: () => runner.idle(),
+    stop() {
+      stopped ??= (async () => {
+        stopping = true;
+        wake.abort();
+        await looping;
+        runner.halt();
+        await runner.idle();
+        await server?.close();
+        await sessions.close();
+        log.info({ runner: runnerId }, 'runner stopped');
+      })();
+      return stopped;
+    },
+    crash() {
+      stopping = true;
+      wake.abort();
+      runner.crash();
+      void server?.close();
+    },
+  };
+}

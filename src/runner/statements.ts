@@ -1,0 +1,57 @@
+import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
+import type { HuntSpec } from '../schedule/hunt-spec.js';
+import { windowParams, type RunWindow } from '../schedule/window.js';
+
+/**
+ * Runs one fire's statements in order (docs/runner.md#a-tick, step 5). Every statement
+ * carries the hunt's settings, a JSON `log_comment` that query_log attributes
+ * back to the hunt, and `insert_deduplication_token = <hunt_id>:<fire>:<n>`, so
+ * a repeated run of the same fire inserts nothing twice where the target table
+ * deduplicates (replicated tables, or a non_replicated_deduplication_window).
+ */
+export function statementSettings(spec: HuntSpec, fire: number, index: number): ClickHouseSettings {
+  return {
+    ...(spec.settings as ClickHouseSettings),
+    log_comment: JSON.stringify({ feature: 'hunts', kind: 'hunt', id: spec.huntId, fire }),
+    insert_deduplication_token: `${spec.huntId}:${fire}:${index}`,
+  };
+}
+
+/**
+ * The hunt's own settings keys, to reset on an embedded session after a run
+ * (see statement-sessions.ts). log_comment and the dedup token need no reset: every
+ * statement sets its own and every coordination write sets them empty.
+ */
+export function runSettingKeys(spec: HuntSpec): string[] {
+  return Object.keys(spec.settings);
+}
+
+export interface ExecuteOptions {
+  readonly signal?: AbortSignal;
+  /** Called before each statement; tests use it to stop a runner mid-run. */
+  readonly onStatement?: (index: number) => void;
+}
+
+export async function executeFire(
+  client: ClickHouseClient,
+  spec: HuntSpec,
+  fire: number,
+  window: RunWindow,
+  options: ExecuteOptions = {},
+): Promise<{ rowsWritten: number }> {
+  let rowsWritten = 0;
+  for (const [index, statement] of spec.statements.entries()) {
+    options.signal?.throwIfAborted();
+    options.onStatement?.(index);
+    // Checked again after the hook: a runner stopped by it must not send the statement.
+    options.signal?.throwIfAborted();
+    const result = await client.command({
+      query: statement.query,
+      query_params: windowParams(statement, window),
+      clickhouse_settings: statementSettings(spec, fire, index),
+      ...(options.signal ? { abort_signal: options.signal } : {}),
+    });
+    rowsWritten += Number(result.summary?.written_rows ?? 0) || 0;
+  }
+  return { rowsWritten };
+}

@@ -1,0 +1,79 @@
+import type { FastifyInstance } from 'fastify';
+import { CatalogueStore } from '../catalogue/store.js';
+import { openClickHouse, type ClickHouseHandle } from '../clickhouse/client.js';
+import { systemClock, type Clock } from '../clock.js';
+import type { AppConfig } from '../config/load.js';
+import { createLogger, type Logger } from '../log.js';
+import { buildShimApp } from './app.js';
+import { SHIM_CATALOGUE_BUILTINS } from './catalogue-builtins.js';
+import { installSignals, listenShim } from './server.js';
+
+export interface StartShimOptions {
+  readonly config: AppConfig;
+  /** An already-open ClickHouse (the all-in-one demo); it stays the caller's to close. Default: opened from config. */
+  readonly clickhouse?: ClickHouseHandle;
+  readonly logger?: Logger;
+  readonly clock?: Clock;
+  /** Install SIGTERM/SIGINT/SIGHUP handlers (close-with-grace). Default true; the demo handles its own. */
+  readonly handleSignals?: boolean;
+}
+
+export interface RunningShim {
+  readonly app: FastifyInstance;
+  /** Base URL it listens on, e.g. `http://127.0.0.1:8080`. */
+  readonly url: string;
+  readonly catalogue: CatalogueStore;
+  /** Stops serving, then closes the ClickHouse client if startShim opened it. */
+  close(): Promise<void>;
+}
+
+/**
+ * Loads the catalogue (a bad one throws before ClickHouse is touched), opens
+ * ClickHouse unless given, builds and listens.
+ */
+export async function startShim(options: StartShimOptions): Promise<RunningShim> {
+  const { config } = options;
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? createLogger(config.log);
+  const catalogue = await CatalogueStore.open({
+    builtinPath: config.shim.builtinCataloguePath,
+    overridePath: config.shim.overridePath,
+    dataDatabase: config.clickhouse.dataDatabase,
+    otelDatabase: config.clickhouse.otelDatabase,
+    builtins: SHIM_CATALOGUE_BUILTINS,
+    reloadIntervalMs: config.shim.reloadIntervalMs,
+    clock,
+  });
+  const owned = options.clickhouse === undefined;
+  const clickhouse = options.clickhouse ?? (await openClickHouse(config.clickhouse));
+  let app: FastifyInstance;
+  try {
+    app = await buildShimApp({ catalogue, clickhouse, clock, logger, config });
+    catalogue.start();
+  } catch (err) {
+    if (owned) await clickhouse.close();
+    throw err;
+  }
+  let closed: Promise<void> | undefined;
+  const closeRest = async () => {
+    catalogue.stop();
+    if (owned) await clickhouse.close();
+  };
+  const close = () => (closed ??= app.close().then(closeRest));
+  let url: string;
+  try {
+    url = await listenShim(app, { host: config.shim.host, port: config.shim.port });
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  if (options.handleSignals ?? true) {
+    installSignals({ app, logger, onClosed: closeRest, reload: () => catalogue.reload() });
+  }
+  const source = catalogue.current().source;
+  logger.info(
+    { url, backend: clickhouse.backend, target: clickhouse.target, builtin: source.builtinPath, override: source.overridePath ?? null },
+    'dfe-keda-shim listening',
+  );
+  return { app, url, catalogue, close };
+}

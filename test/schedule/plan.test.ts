@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { overrunFire, planTick } from '../../src/schedule/plan.js';
+import { compileHuntFile, type HuntSpec } from '../../src/schedule/hunt-spec.js';
+
+/** Pure tick planning (the read-back verdict and the materialise diff: test/coordination/pure-decisions.test.ts). */
+
+function spec(id: string, interval: number): HuntSpec {
+  const result = compileHuntFile(`/h/${id}.yaml`, `schedule: {mode: rate, interval: ${interval}}\nqueries: [SELECT 1]\n`, 0.8);
+  if (result.kind !== 'hunt') throw new Error('fixture');
+  return result.spec;
+}
+
+describe('planTick', () => {
+  const hunts = new Map(['a', 'b', 'c', 'd'].map((id) => [id, spec(id, 60)]));
+  const snapshot = {
+    serverNow: 1000,
+    backlog: 5,
+    due: [
+      { huntId: 'a', fire: 990, requested: false },
+      { huntId: 'b', fire: 900, requested: false },
+      { huntId: 'c', fire: 950, requested: true },
+      { huntId: 'd', fire: 950, requested: false },
+      { huntId: 'gone', fire: 800, requested: false },
+    ],
+  };
+
+  it('starts the most overdue first, up to the cap, skipping unknown and in-flight hunts', () => {
+    const plan = planTick(snapshot, hunts, new Set(['c']), 3);
+    expect(plan.start.map((p) => [p.spec.huntId, p.fire, p.latenessSeconds])).toEqual([
+      ['b', 900, 100],
+      ['d', 950, 50],
+    ]);
+    expect(plan.unknown).toEqual(['gone']);
+    expect(plan.deferred).toBe(1);
+  });
+
+  it('starts nothing when the cap is taken', () => {
+    expect(planTick(snapshot, hunts, new Set(['a', 'b']), 2).start).toEqual([]);
+  });
+
+  it('names an overrun only when a newer fire is due than the one running', () => {
+    const s = spec('a', 60); // offset 43
+    expect(overrunFire(s, 1_900_000_003, 1_900_000_062)).toBeUndefined();
+    expect(overrunFire(s, 1_900_000_003, 1_900_000_063)).toBe(1_900_000_063);
+  });
+});
