@@ -64,6 +64,14 @@ How each figure is measured:
 - **due query**: \`dueCountSql\` (argMax, the product's form) against the same decision written
   with FINAL (bench/due-final-sql.ts, bench only), on tables holding two versions of part of
   their rows in separate parts; both must count the same hunts.
+- **smoothing**: the pure planner (docs/smoothing.md) on seeded synthetic fleets
+  (bench/smoothing-fleet.ts: periods 300/900/3600 s, log-normal costs, Δ 30 s, CPU sized to 30%
+  busy on average, memory cap 2.5 × the mean concurrent memory). Flatness with every hunt on its
+  period boundary and with the hashed offsets of docs/schedule.md#phase-offset (the baseline), then after
+  planning from the hashed offsets until a cycle finds no move. The plan is replayed move by
+  move on \`buildCurve\` to check max_step, a falling J and the memory cap. One cycle is the
+  whole \`planCycle\` call, timed from the hashed start and on the settled fleet (every hunt
+  tried, nothing moved: the worst case), as CPU time of the process (the goal) and wall time.
 
 ## The cached path
 

@@ -11,6 +11,7 @@ import { benchInstallSize, benchSoak, benchStartAndIdle } from './pod-bench.js';
 import { formatLine, summary, type BenchLine } from './report.js';
 import { benchRunner } from './runner-bench.js';
 import { benchCached, benchFresh, benchHung, benchSingleFlight } from './shim-bench.js';
+import { benchSmoothing } from './smoothing-bench.js';
 import { openBenchTarget } from './target.js';
 
 /**
@@ -52,6 +53,7 @@ async function main(): Promise<number> {
     { name: 'shim, distinct parameter values', run: () => benchDistinctParams(embedded, 'bench_shim') },
     { name: 'runner', run: () => benchRunner(embedded, embeddedPath) },
     { name: 'due query', run: () => benchDueQuery(embedded.client) },
+    { name: 'smoothing', run: () => benchSmoothing() },
   ];
   // `node dist/bench/run.js runner due` runs only the sections whose names contain a word given.
   const only = args.filter((a) => !a.startsWith('--'));

@@ -1,0 +1,77 @@
+import type { HuntLoad, PlannerSettings } from '../src/smoothing/model.js';
+
+/**
+ * Synthetic rate-hunt fleets for the smoothing bench: periods 300/900/3600 s, log-normal
+ * costs from a seeded PRNG (mulberry32), so every run plans the same fleet.
+ */
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function logNormal(random: () => number, median: number, sigma: number): number {
+  const u = Math.max(random(), Number.MIN_VALUE);
+  const z = Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * random());
+  return median * Math.exp(sigma * z);
+}
+
+export const FLEET_PERIODS = [300, 900, 3600] as const;
+
+export interface FleetHunt {
+  readonly huntId: string;
+  readonly periodSeconds: number;
+  readonly cost: HuntLoad['cost'];
+}
+
+/** Duration median 8 s, CPU ≈ duration × one core × log-normal, memory median 256 MiB (σ 1). */
+export function syntheticFleet(size: number, seed = 11): FleetHunt[] {
+  const random = mulberry32(seed);
+  return Array.from({ length: size }, (_, i) => {
+    const durationMs = Math.round(logNormal(random, 8_000, 1));
+    return {
+      huntId: `hunt-${String(i).padStart(5, '0')}`,
+      periodSeconds: FLEET_PERIODS[Math.floor(random() * FLEET_PERIODS.length)] as number,
+      cost: {
+        durationMs,
+        cpuUs: Math.round(durationMs * 1000 * logNormal(random, 1, 0.5)),
+        memoryBytes: Math.round(logNormal(random, 256 * 2 ** 20, 1)),
+      },
+    };
+  });
+}
+
+export function withOffsets(fleet: readonly FleetHunt[], offset: (hunt: FleetHunt) => number): HuntLoad[] {
+  return fleet.map((hunt) => ({ ...hunt, offsetSeconds: offset(hunt), movable: true }));
+}
+
+/**
+ * Settings sized to the fleet: CPU cores so that the mean CPU load is 30% of capacity, and a
+ * memory cap 2.5 × the mean concurrent memory (the cap binds at the boundary start, not
+ * at a hashed one).
+ */
+export function fleetSettings(fleet: readonly FleetHunt[], hyperperiodSeconds: number, bucketSeconds = 30): PlannerSettings {
+  let cpuUsPerHour = 0;
+  let memoryBucketBytes = 0;
+  for (const hunt of fleet) {
+    const fires = hyperperiodSeconds / hunt.periodSeconds;
+    const width = Math.max(1, Math.ceil(hunt.cost.durationMs / 1000 / bucketSeconds));
+    cpuUsPerHour += fires * hunt.cost.cpuUs;
+    memoryBucketBytes += fires * width * hunt.cost.memoryBytes;
+  }
+  const buckets = hyperperiodSeconds / bucketSeconds;
+  return {
+    bucketSeconds,
+    cpuCores: cpuUsPerHour / buckets / (bucketSeconds * 1e6) / 0.3,
+    memoryCapBytes: Math.round((2.5 * memoryBucketBytes) / buckets),
+    weights: { cpu: 0.5, mem: 0.5 },
+    maxStepFraction: 0.25,
+    hysteresis: 0.001,
+    cooldownCycles: 3,
+  };
+}

@@ -1,0 +1,181 @@
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import { candidateOffsets, circularDistance, maxStepSeconds } from '../../src/smoothing/candidates.js';
+import { buildCurve } from '../../src/smoothing/curve.js';
+import type { CooldownState, HuntLoad, LoadCurve, PlannerSettings } from '../../src/smoothing/model.js';
+import { planCycle, planCycles } from '../../src/smoothing/planner.js';
+import { fleetArb, settingsArb } from './fleet-arb.js';
+
+const defaults: PlannerSettings = {
+  bucketSeconds: 30,
+  cpuCores: 1,
+  memoryCapBytes: 200,
+  weights: { cpu: 0.5, mem: 0.5 },
+  maxStepFraction: 0.25,
+  hysteresis: 0.001,
+  cooldownCycles: 3,
+};
+// Each fire: 30e6 µs of a 30e6 µs bucket and 100 of 200 bytes → P = 0.5·1 + 0.5·0.5 = 0.75.
+const pulse = { durationMs: 10_000, cpuUs: 30e6, memoryBytes: 100 };
+const at = (huntId: string, offsetSeconds: number, movable = true): HuntLoad => ({ huntId, periodSeconds: 120, offsetSeconds, movable, cost: pulse });
+
+describe('planCycle, by hand', () => {
+  it('moves one hunt off the peak by the shortest bucket-aligned step', () => {
+    // P = [1.5, 0, 0.75, 0], J = 2.25 + 0.5625 = 2.8125. a and b tie on the marginal term; a
+    // (first) may move ±30 s: to 90 (bucket 3) or 30 (bucket 1), equal J, equal distance → 30.
+    const result = planCycle([at('a', 0), at('b', 0), at('c', 60)], defaults, 1, new Map());
+    expect(result.move).toEqual({ cycle: 1, huntId: 'a', from: 0, to: 30 });
+    expect(result.objective).toBeCloseTo(3 * 0.5625, 12); // P = [0.75, 0.75, 0.75, 0]
+    expect(result.hunts.map((h) => h.offsetSeconds)).toEqual([30, 0, 60]);
+    expect([...result.cooldown]).toEqual([['a', 1]]);
+  });
+
+  it('tries the next-highest bucket when the peak has no move', () => {
+    // Three pinned hunts make the peak, bucket 0 (P 2.25); d and f pile up in bucket 2 (P 1.5).
+    // Nothing in the peak may move, so bucket 2 is tried: d (first of a tie) moves to 30
+    // (bucket 1) rather than 90 (bucket 3): equal J and distance, lower offset.
+    // J: 2.25² + 1.5² = 7.3125 → 2.25² + 0.75² + 0.75² = 6.1875.
+    const pinned = [at('b', 0, false), at('c', 0, false), at('e', 0, false)];
+    const moved = planCycle([...pinned, at('d', 60), at('f', 60)], defaults, 1, new Map());
+    expect(moved.move).toEqual({ cycle: 1, huntId: 'd', from: 60, to: 30 });
+    expect(moved.objective).toBeCloseTo(6.1875, 12);
+    // A lone movable hunt next to the pinned peak gains nothing by moving: no move.
+    expect(planCycle([...pinned, at('d', 60)], defaults, 1, new Map()).move).toBeNull();
+  });
+
+  it('never moves a hunt that would push a bucket over the memory cap', () => {
+    // Cap 150: bucket 0 holds 200 (already over). Moving a to bucket 1 or 3 would put 100 +
+    // 100 = 200 there (pinned x and y), over the cap; so nothing moves.
+    const s = { ...defaults, memoryCapBytes: 150 };
+    const result = planCycle([at('a', 0), at('b', 0), at('x', 30, false), at('y', 90, false)], s, 1, new Map());
+    expect(result.move).toBeNull();
+  });
+
+  it('honours the cool-down', () => {
+    const hunts = [at('a', 0), at('b', 0), at('c', 60)];
+    expect(planCycle(hunts, defaults, 4, new Map([['a', 1]])).move?.huntId).toBe('b');
+    expect(planCycle(hunts, defaults, 5, new Map([['a', 1]])).move?.huntId).toBe('a');
+  });
+});
+
+const sum = (values: Float64Array): number => values.reduce((a, b) => a + b, 0);
+
+describe('planCycle, properties', () => {
+  let movesSeen = 0;
+  afterAll(() => expect(movesSeen).toBeGreaterThan(50)); // the properties were exercised by real moves
+
+  it('one hunt per cycle, within max_step, J never rises, load kept, memory cap, cool-down, pins', () => {
+    fc.assert(
+      fc.property(fleetArb, settingsArb, fc.integer({ min: 1, max: 12 }), (fleet, settings, cycles) => {
+        let hunts: readonly HuntLoad[] = fleet;
+        let cooldown: CooldownState = new Map();
+        let curve: LoadCurve = buildCurve(hunts, settings);
+        const first = curve;
+        const lastMove = new Map<string, number>();
+        for (let cycle = 1; cycle <= cycles; cycle++) {
+          const result = planCycle(hunts, settings, cycle, cooldown);
+          const next = buildCurve(result.hunts, settings);
+          const changed = result.hunts.filter((h, i) => h.offsetSeconds !== hunts[i]?.offsetSeconds);
+          expect(changed.length).toBe(result.move === null ? 0 : 1);
+          expect(next.objective).toBeLessThanOrEqual(curve.objective * (1 + 1e-9) + 1e-12);
+          expect(sum(next.cpu)).toBeCloseTo(sum(first.cpu), 0);
+          expect(sum(next.mem)).toBe(sum(first.mem));
+          for (let b = 0; b < next.buckets; b++) {
+            expect(next.mem[b] ?? 0).toBeLessThanOrEqual(Math.max(settings.memoryCapBytes, curve.mem[b] ?? 0));
+          }
+          if (result.move !== null) {
+            const { huntId, from, to } = result.move;
+            const before = hunts.find((h) => h.huntId === huntId) as HuntLoad;
+            expect(before.movable).toBe(true);
+            expect(before.offsetSeconds).toBe(from);
+            expect(changed[0]).toMatchObject({ huntId, offsetSeconds: to });
+            expect(to).toBeGreaterThanOrEqual(0);
+            expect(to).toBeLessThan(before.periodSeconds);
+            const distance = circularDistance(from, to, before.periodSeconds);
+            expect(distance).toBeGreaterThan(0);
+            expect(distance).toBeLessThanOrEqual(maxStepSeconds(before.periodSeconds, settings.maxStepFraction));
+            const previous = lastMove.get(huntId);
+            if (previous !== undefined) expect(cycle - previous).toBeGreaterThan(settings.cooldownCycles);
+            expect(next.objective).toBeLessThan(curve.objective * (1 - settings.hysteresis));
+            lastMove.set(huntId, cycle);
+            movesSeen++;
+          }
+          hunts = result.hunts;
+          cooldown = result.cooldown;
+          curve = next;
+        }
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('planCycles: J by cycle never rises, after = buildCurve(final offsets), moves consistent', () => {
+    fc.assert(
+      fc.property(fleetArb, settingsArb, fc.integer({ min: 1, max: 30 }), (fleet, settings, cycles) => {
+        const result = planCycles(fleet, settings, cycles);
+        expect(result.objectiveByCycle.length).toBeLessThanOrEqual(cycles);
+        for (let i = 1; i < result.objectiveByCycle.length; i++) {
+          expect(result.objectiveByCycle[i]).toBeLessThanOrEqual((result.objectiveByCycle[i - 1] as number) * (1 + 1e-9) + 1e-12);
+        }
+        expect(result.after.objective).toBeLessThanOrEqual(result.before.objective * (1 + 1e-9) + 1e-12);
+        expect(result.after.flatness).toBe(buildCurve(result.hunts, settings).flatness);
+        const offsets = new Map(fleet.map((h) => [h.huntId, h.offsetSeconds]));
+        for (const move of result.moves) {
+          expect(offsets.get(move.huntId)).toBe(move.from);
+          offsets.set(move.huntId, move.to);
+        }
+        for (const h of result.hunts) expect(h.offsetSeconds).toBe(offsets.get(h.huntId));
+        for (const h of fleet) if (!h.movable) expect(result.moves.some((m) => m.huntId === h.huntId)).toBe(false);
+      }),
+      { numRuns: 150 },
+    );
+  });
+});
+
+describe('candidate offsets', () => {
+  it('one per bucket of drift for periods that are multiples of Δ', () => {
+    // T 3600, max_step 900, Δ 30, φ 1339: window [439, 2239]; run starts 439 (cut by the window),
+    // 450, 480, …, 2220 except 1320 (the run holding 1339).
+    const got = candidateOffsets(1339, 3600, 900, 30, 3600);
+    expect(got[0]).toBe(439);
+    expect(got).toContain(450);
+    expect(got).toContain(2220);
+    expect(got).not.toContain(1320);
+    expect(got.length).toBe(1 + (2220 - 450) / 30 + 1 - 1);
+  });
+
+  it('a capped hyperperiod: the offset where a fire drops off the end is a candidate', () => {
+    // H = 604 800 (lcm(604 800, 11) is larger). T 11 has 54 982 fires from φ 0..9 and 54 981
+    // from φ 10 (604 800 mod 11 = 10), so φ 10 is a breakpoint of its own.
+    expect(candidateOffsets(0, 11, 5, 30, 604_800)).toContain(10);
+    const settings = { ...defaults, memoryCapBytes: 1e9 };
+    const week: HuntLoad = { huntId: 'week', periodSeconds: 604_800, offsetSeconds: 0, movable: false, cost: { durationMs: 0, cpuUs: 1e9, memoryBytes: 0 } };
+    const odd: HuntLoad = { huntId: 'odd', periodSeconds: 11, offsetSeconds: 3, movable: true, cost: { durationMs: 0, cpuUs: 1e6, memoryBytes: 0 } };
+    const jAt = (o: number): number => buildCurve([week, { ...odd, offsetSeconds: o }], settings).objective;
+    const everySecond = Math.min(...Array.from({ length: 11 }, (_, o) => jAt(o)));
+    const candidates = candidateOffsets(3, 11, 5, 30, 604_800);
+    expect(Math.min(jAt(3), ...candidates.map(jAt))).toBeCloseTo(everySecond, 9);
+  });
+
+  it('reach the same best J as trying every second in the window', () => {
+    fc.assert(
+      fc.property(fleetArb, settingsArb, (fleet, settings) => {
+        const curve = buildCurve(fleet, settings);
+        const i = 0;
+        const hunt = fleet[i] as HuntLoad;
+        const step = maxStepSeconds(hunt.periodSeconds, settings.maxStepFraction);
+        const jAt = (offset: number): number =>
+          buildCurve(fleet.map((h, k) => (k === i ? { ...h, offsetSeconds: offset } : h)), settings).objective;
+        let everySecond = curve.objective;
+        for (let o = 0; o < hunt.periodSeconds; o++) {
+          if (circularDistance(o, hunt.offsetSeconds, hunt.periodSeconds) <= step) everySecond = Math.min(everySecond, jAt(o));
+        }
+        const candidates = candidateOffsets(hunt.offsetSeconds, hunt.periodSeconds, step, settings.bucketSeconds, curve.hyperperiodSeconds);
+        for (const o of candidates) expect(circularDistance(o, hunt.offsetSeconds, hunt.periodSeconds)).toBeLessThanOrEqual(step);
+        const best = Math.min(curve.objective, ...candidates.map(jAt));
+        expect(best).toBeCloseTo(everySecond, 9);
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
