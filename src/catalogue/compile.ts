@@ -62,12 +62,12 @@ export function fingerprintOf(query: Omit<CompiledQuery, 'fingerprint'>): string
 }
 
 export function compileQuery(q: MergedQuery, inputs: CatalogueInputs): CompiledQuery {
-  const { definition, source } = checkQuery(q);
+  const { definition, source, warnings } = checkQuery(q);
   const databaseName = resolveDatabase(definition.database, inputs);
   const sql = sourceSql(source, databaseName, inputs.builtins);
   checkPlaceholders(q, definition, sql);
   const compiled = { ...definition, sql, databaseName };
-  return Object.freeze({ ...compiled, fingerprint: fingerprintOf(compiled) });
+  return Object.freeze({ ...compiled, fingerprint: fingerprintOf(compiled), ...(warnings.length > 0 ? { warnings: Object.freeze(warnings) } : {}) });
 }
 
 /** Layers (built-in first) → the compiled catalogue, or the first CATALOGUE_INVALID. */

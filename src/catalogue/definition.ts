@@ -1,4 +1,4 @@
-import { QUERY_DEFAULTS, type QueryDefinition } from './types.js';
+import { QUERY_DEFAULTS, type CatalogueWarning, type QueryDefinition } from './types.js';
 import { catalogueInvalid } from './errors.js';
 import type { MergedQuery } from './merge.js';
 import type { Builtin, RawQuery } from './schema.js';
@@ -10,6 +10,31 @@ export type QuerySource = { readonly kind: 'sql'; readonly sql: string } | { rea
 export interface CheckedQuery {
   readonly definition: QueryDefinition;
   readonly source: QuerySource;
+  readonly warnings: readonly CatalogueWarning[];
+}
+
+/**
+ * KEDA's default HTTP timeout for a metrics-api trigger (KEDA_HTTP_DEFAULT_TIMEOUT,
+ * or the trigger's own `timeout` metadata since KEDA 2.20). A deadline at or
+ * past it means KEDA gives up before the shim answers from its cache.
+ */
+export const KEDA_DEFAULT_HTTP_TIMEOUT_MS = 3000;
+
+function deadlineWarnings(q: MergedQuery, deadlineMs: number): CatalogueWarning[] {
+  if (deadlineMs < KEDA_DEFAULT_HTTP_TIMEOUT_MS) return [];
+  const file = q.origin.deadline_ms ?? q.file;
+  return [
+    {
+      file,
+      query: q.name,
+      key: 'deadline_ms',
+      value: deadlineMs,
+      message:
+        `${file}: query ${JSON.stringify(q.name)} key "deadline_ms": ${deadlineMs} is at or above KEDA's default HTTP timeout ` +
+        `(${KEDA_DEFAULT_HTTP_TIMEOUT_MS} ms): KEDA times out before the shim answers from its cache. Lower it, or raise the ` +
+        "trigger's `timeout` metadata (KEDA ≥ 2.20) or KEDA_HTTP_DEFAULT_TIMEOUT above it",
+    },
+  ];
 }
 
 /** `database` when the YAML leaves it out. */
@@ -84,5 +109,5 @@ export function checkQuery(q: MergedQuery): CheckedQuery {
     freshForSeconds: raw.fresh_for_seconds ?? QUERY_DEFAULTS.freshForSeconds,
     maxStaleSeconds: raw.max_stale_seconds === undefined ? QUERY_DEFAULTS.maxStaleSeconds : raw.max_stale_seconds,
   };
-  return { definition, source };
+  return { definition, source, warnings: deadlineWarnings(q, deadlineMs) };
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DATABASE_NAME } from '../config/schema.js';
+import { isServable, SERVABLE_RANGE_TEXT } from '../servable.js';
 
 /**
  * The YAML shape of ONE catalogue file (docs/catalogue.md#format), checked per file so that a
@@ -23,6 +24,8 @@ export type Builtin = (typeof BUILTINS)[number];
 const finite = (what = 'a finite number') => z.number({ error: `must be ${what}` });
 const positive = finite('a number greater than 0').positive({ error: 'must be greater than 0' });
 const nonNegative = finite('a number ≥ 0').nonnegative({ error: 'must be ≥ 0' });
+/** A value the shim may serve (cold_hold) or clamp to: inside what KEDA and the HPA can carry. */
+const servable = <T extends z.ZodNumber>(schema: T) => schema.refine(isServable, { error: `is outside the servable range ${SERVABLE_RANGE_TEXT}` });
 
 const paramName = z
   .string({ error: 'must be a string' })
@@ -58,9 +61,9 @@ export const rawQuerySchema = z.strictObject({
       { error: RESULT_FIELD },
     )
     .optional(),
-  clamp_min: finite().nullable().optional(),
-  clamp_max: finite().nullable().optional(),
-  cold_hold: nonNegative.optional(),
+  clamp_min: servable(finite()).nullable().optional(),
+  clamp_max: servable(finite()).nullable().optional(),
+  cold_hold: servable(nonNegative).optional(),
   timeout_seconds: positive.optional(),
   metric_type: z.enum(['AverageValue', 'Value'], { error: 'must be AverageValue or Value' }).optional(),
   deadline_ms: positive.optional(),

@@ -33,6 +33,16 @@ export interface QueryDefinition {
   readonly maxStaleSeconds: number | null;
 }
 
+/** A catalogue setting that loads but is probably a mistake; logged at load, never fatal. */
+export interface CatalogueWarning {
+  readonly file: string;
+  readonly query: string;
+  readonly key: string;
+  readonly value: unknown;
+  /** One line naming file, query, key and value. */
+  readonly message: string;
+}
+
 export interface CompiledQuery extends QueryDefinition {
   /** Final SQL: sentinels replaced, database resolved and quoted; values stay `{name:Type}` placeholders. */
   readonly sql: string;
@@ -40,6 +50,8 @@ export interface CompiledQuery extends QueryDefinition {
   readonly databaseName: string;
   /** Hash of everything that affects the answer; a change drops the query's cache entries. */
   readonly fingerprint: string;
+  /** Settings that load but are probably mistakes (logged at load). */
+  readonly warnings?: readonly CatalogueWarning[];
 }
 
 export interface CatalogueSource {

@@ -11,6 +11,14 @@ export type { ClickHouseClient } from '@clickhouse/client';
  */
 const CLIENT_LOG = { level: ClickHouseLogLevel.OFF };
 
+/**
+ * Sockets of a server client's pool (the library's default is 10). The shim
+ * keeps its queries in flight under this (src/shim/executor.ts MAX_INFLIGHT),
+ * so a stalled query never makes another wait for a socket
+ * (docs/failsafe.md#one-keys-fault-stays-its-own).
+ */
+export const MAX_OPEN_CONNECTIONS = 256;
+
 export interface ClickHouseHandle {
   readonly client: ClickHouseClient;
   readonly backend: 'server' | 'embedded';
@@ -40,6 +48,7 @@ export async function openClickHouse(config: ClickHouseConfig): Promise<ClickHou
     // DFE_CLICKHOUSE_VERIFY=false: accept any server certificate (only meaningful over https).
     ...(!config.verifyTls && config.url.startsWith('https:') ? { http_agent: await insecureAgent() } : {}),
     keep_alive: { enabled: true, idle_socket_ttl: 2_500 },
+    max_open_connections: MAX_OPEN_CONNECTIONS,
     // The client's own logger writes every failed request (with a stack) to the
     // console, outside pino and its once-per-key-per-minute rate limit: during an
     // outage that floods the logs. Callers log failures themselves.
@@ -67,7 +76,7 @@ function readCaCert(path: string): Buffer {
 
 async function insecureAgent() {
   const https = await import('node:https');
-  return new https.Agent({ rejectUnauthorized: false, keepAlive: true });
+  return new https.Agent({ rejectUnauthorized: false, keepAlive: true, maxSockets: MAX_OPEN_CONNECTIONS });
 }
 
 /**

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import Fastify, { LogController, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { Registry } from 'prom-client';
-import type { CatalogueEvent, CatalogueProvider } from '../catalogue/types.js';
+import type { CatalogueEvent, CatalogueProvider, CompiledQuery } from '../catalogue/types.js';
 import type { ClickHouseHandle } from '../clickhouse/client.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { ShimConfig } from '../config/load.js';
@@ -60,6 +60,14 @@ function onCatalogueEvent(ctx: ShimContext, logger: Logger, event: CatalogueEven
     ctx.status.forget(name);
   }
   logger.info({ changed: event.changed, removed: event.removed }, 'catalogue reloaded');
+  logCatalogueWarnings(logger, event.changed.map((name) => event.catalogue.queries.get(name)));
+}
+
+/** Settings that load but are probably mistakes (e.g. deadline_ms ≥ KEDA's HTTP timeout), once per load. */
+function logCatalogueWarnings(logger: Logger, queries: Iterable<CompiledQuery | undefined>): void {
+  for (const query of queries) {
+    for (const w of query?.warnings ?? []) logger.warn({ file: w.file, query: w.query, key: w.key, value: w.value }, w.message);
+  }
 }
 
 /** A file a setting names, read once at startup; an unreadable one is a config error naming the setting. */
@@ -113,6 +121,7 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
     ...(https ? { https } : {}),
   }) as unknown as FastifyInstance;
   app.decorate('shim', ctx);
+  logCatalogueWarnings(logger, deps.catalogue.current().queries.values());
   const unsubscribe = deps.catalogue.subscribe((event) => onCatalogueEvent(ctx, logger, event));
   app.addHook('onListen', async () => {
     ctx.lifecycle.state = 'listening';

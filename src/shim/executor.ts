@@ -31,6 +31,10 @@ export interface ExecutorOptions {
    * series the reload dropped do not come back. Default: always.
    */
   readonly isLive?: (queryName: string) => boolean;
+  /** Most ClickHouse queries in flight at once; past it a new query is refused (reason `overload`). */
+  readonly maxInflight?: number;
+  /** Most in flight for one catalogue query (all its keys together). */
+  readonly maxInflightPerQuery?: number;
 }
 
 interface CacheEntry extends GoodValue {
@@ -44,6 +48,18 @@ interface Flight {
 /** Failures of one key are logged at most this often. */
 export const FAILURE_LOG_INTERVAL_MS = 60_000;
 
+/**
+ * Bounds on queries in flight (docs/failsafe.md#one-keys-fault-stays-its-own).
+ * Each flight holds one socket for at most timeout_seconds + 0.5 s; the
+ * global bound stays under the client's pool (MAX_OPEN_CONNECTIONS, 256), so
+ * a query never waits in the pool's queue behind stalled ones, and one query's
+ * keys (however many params) take at most 32 of it. Past a bound the new query
+ * is not started and not queued: the request is answered from the fail-safe
+ * path at once.
+ */
+export const MAX_INFLIGHT = 200;
+export const MAX_INFLIGHT_PER_QUERY = 32;
+
 export class QueryExecutor {
   private readonly cache: LRUCache<string, CacheEntry>;
   private readonly inflight = new Map<string, Flight>();
@@ -52,6 +68,8 @@ export class QueryExecutor {
   private readonly lastLoggedMs: LRUCache<string, number>;
   private readonly warnedNoHold = new Set<string>();
   private started = 0;
+  private running = 0;
+  private readonly runningPerQuery = new Map<string, number>();
 
   constructor(private readonly options: ExecutorOptions) {
     const max = options.cacheMaxKeys ?? 10_000;
@@ -72,8 +90,8 @@ export class QueryExecutor {
     const key = cacheKey(query.name, query.params, params);
     const reused = reusable(this.cache.get(key), query, this.options.clock.nowMs());
     if (reused !== undefined) return this.served(query, reused);
-    const flight = this.inflight.get(key) ?? this.start(key, query, params);
-    const outcome = await settleWithin(flight.promise, query.deadlineMs);
+    const flight = this.inflight.get(key) ?? this.admit(key, query, params);
+    const outcome = flight === undefined ? this.overloaded(query) : await settleWithin(flight.promise, query.deadlineMs);
     if (outcome.kind === 'ok') return this.served(query, { source: 'fresh', value: outcome.value, ageSeconds: 0 });
     const reason: FailSafeReason = outcome.kind === 'deadline' ? 'deadline' : outcome.reason;
     const message = outcome.kind === 'deadline' ? `no answer within deadline_ms=${query.deadlineMs}; the query keeps running` : outcome.message;
@@ -95,6 +113,24 @@ export class QueryExecutor {
     for (const [key, entry] of this.cache.entries()) if (gone.has(entry.query)) this.cache.delete(key);
     for (const key of this.inflight.keys()) if (gone.has(queryOfKey(key))) this.inflight.delete(key);
     this.options.metrics.cacheEntries.set(this.cache.size);
+  }
+
+  /** Starts the key's query if the bounds allow it; undefined when they do not (nothing is queued). */
+  private admit(key: string, query: CompiledQuery, params: DeclaredParams): Flight | undefined {
+    const max = this.options.maxInflight ?? MAX_INFLIGHT;
+    const maxPerQuery = this.options.maxInflightPerQuery ?? MAX_INFLIGHT_PER_QUERY;
+    const ofQuery = this.runningPerQuery.get(query.name) ?? 0;
+    if (this.running >= max || ofQuery >= maxPerQuery) return undefined;
+    this.running += 1;
+    this.runningPerQuery.set(query.name, ofQuery + 1);
+    const flight = this.start(key, query, params);
+    void flight.promise.then(() => {
+      this.running -= 1;
+      const left = (this.runningPerQuery.get(query.name) ?? 1) - 1;
+      if (left === 0) this.runningPerQuery.delete(query.name);
+      else this.runningPerQuery.set(query.name, left);
+    });
+    return flight;
   }
 
   private start(key: string, query: CompiledQuery, params: DeclaredParams): Flight {
@@ -124,6 +160,16 @@ export class QueryExecutor {
     const flight: Flight = { promise };
     this.inflight.set(key, flight);
     return flight;
+  }
+
+  private overloaded(query: CompiledQuery): Settled {
+    const max = this.options.maxInflight ?? MAX_INFLIGHT;
+    const maxPerQuery = this.options.maxInflightPerQuery ?? MAX_INFLIGHT_PER_QUERY;
+    return {
+      kind: 'failed',
+      reason: 'overload',
+      message: `not started: ${this.running} of at most ${max} queries in flight, ${this.runningPerQuery.get(query.name) ?? 0} of at most ${maxPerQuery} of this query (slow or stalled answers)`,
+    };
   }
 
   private isLive(query: CompiledQuery): boolean {
@@ -164,7 +210,7 @@ function queryOfKey(key: string): string {
   return (JSON.parse(key) as [string])[0];
 }
 
-type Settled = FlightOutcome | { readonly kind: 'deadline' };
+type Settled = FlightOutcome | { readonly kind: 'deadline' } | { readonly kind: 'failed'; readonly reason: 'overload'; readonly message: string };
 
 /** The flight's outcome, or `deadline` if it has not settled within `deadlineMs` (the flight goes on). */
 async function settleWithin(promise: Promise<FlightOutcome>, deadlineMs: number): Promise<Settled> {

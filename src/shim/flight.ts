@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { CompiledQuery } from '../catalogue/types.js';
 import { describeError } from '../errors.js';
-import { ABORT_MARGIN_MS, runCompact } from './clickhouse-query.js';
+import { ABORT_MARGIN_MS, ReadAbortedError, ResultTooLargeError, runCompact } from './clickhouse-query.js';
 import type { DeclaredParams } from './key.js';
 import type { QueryOutcome } from './metrics.js';
 import { parseResult } from './result.js';
@@ -19,6 +19,8 @@ export type FlightOutcome =
 export interface FlightReport {
   readonly outcome: FlightOutcome;
   readonly durationSeconds: number;
+  /** Body bytes read (0 when no body came): bounded by MAX_RESULT_BYTES. */
+  readonly bytesRead: number;
 }
 
 // ClickHouse's own TIMEOUT_EXCEEDED (code 159) and the client's abort both
@@ -57,30 +59,51 @@ export async function fly(
   options: FlyOptions,
 ): Promise<FlightReport> {
   const controller = new AbortController();
-  // The server stops the query at max_execution_time; this client-side abort is
-  // for a server (or network) that does not answer at all.
+  // The server stops the query at max_execution_time; this timer is for a
+  // server (or network) that does not: before the headers it aborts the
+  // request, after them it destroys the body stream (readBounded) — either way
+  // the socket is closed and this flight settles, so single-flight lets the
+  // next poll start a new one (docs/failsafe.md#deadline-vs-timeout).
   const abortTimer = setTimeout(() => controller.abort(), query.timeoutSeconds * 1000 + ABORT_MARGIN_MS);
   // performance.now() measures a duration for the histogram only; no decision depends on it.
   const started = performance.now();
   let outcome: FlightOutcome;
+  let bytesRead = 0;
   try {
-    const parsed = parseResult(await runCompact(client, query, params, controller.signal), query.resultField);
-    outcome =
-      parsed.kind === 'number'
-        ? { kind: 'ok', value: finalValue(parsed.value, query) }
-        : { kind: 'failed', reason: 'bad_result', message: parsed.message };
+    const answer = await runCompact(client, query, params, controller.signal);
+    bytesRead = answer.bytesRead;
+    outcome = judge(answer.text, query);
   } catch (err) {
-    const timeout = isTimeout(err, controller.signal);
-    const message = timeout && controller.signal.aborted ? `no answer within ${query.timeoutSeconds} s (aborted)` : describeError(err);
-    outcome = { kind: 'failed', reason: timeout ? 'timeout' : 'error', message };
+    if (err instanceof ResultTooLargeError || err instanceof ReadAbortedError) bytesRead = err.bytesRead;
+    if (err instanceof ResultTooLargeError) {
+      outcome = { kind: 'failed', reason: 'bad_result', message: err.message };
+    } else {
+      const timeout = isTimeout(err, controller.signal);
+      const message = timeout && controller.signal.aborted ? `no answer within ${query.timeoutSeconds} s (aborted)` : describeError(err);
+      outcome = { kind: 'failed', reason: timeout ? 'timeout' : 'error', message };
+    }
     // After an abort the engine may still be computing; the drain would queue
     // behind it, so it is not awaited there.
     if (options.drainAfterError) {
-      if (timeout) void drainLeftover(client);
+      if (controller.signal.aborted) void drainLeftover(client);
       else await drainLeftover(client);
     }
   } finally {
     clearTimeout(abortTimer);
   }
-  return { outcome, durationSeconds: (performance.now() - started) / 1000 };
+  return { outcome, durationSeconds: (performance.now() - started) / 1000, bytesRead };
+}
+
+/** A complete body → the flight's outcome: a servable number, or the failure it is. */
+function judge(text: string, query: CompiledQuery): FlightOutcome {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (err) {
+    return { kind: 'failed', reason: 'bad_result', message: `the answer is not JSON: ${describeError(err)}` };
+  }
+  const parsed = parseResult(body, query.resultField);
+  if (parsed.kind === 'number') return { kind: 'ok', value: finalValue(parsed.value, query) };
+  if (parsed.kind === 'exception') return { kind: 'failed', reason: 'error', message: parsed.message };
+  return { kind: 'failed', reason: 'bad_result', message: parsed.message };
 }

@@ -13,8 +13,8 @@ export type RequestSource = (typeof REQUEST_SOURCES)[number];
 export const QUERY_OUTCOMES = ['success', 'error', 'timeout', 'bad_result'] as const;
 export type QueryOutcome = (typeof QUERY_OUTCOMES)[number];
 
-/** Why an answer did not come fresh from ClickHouse. */
-export const FAILSAFE_REASONS = ['error', 'timeout', 'bad_result', 'deadline'] as const;
+/** Why an answer did not come fresh from ClickHouse (`overload`: too many queries in flight, none started). */
+export const FAILSAFE_REASONS = ['error', 'timeout', 'bad_result', 'deadline', 'overload'] as const;
 export type FailSafeReason = (typeof FAILSAFE_REASONS)[number];
 
 export type ReloadResult = 'applied' | 'rejected';
@@ -63,7 +63,7 @@ export class ShimMetrics {
     });
     this.failsafeAnswers = new Counter({
       name: `${PREFIX}failsafe_answers_total`,
-      help: 'Answers not fresh from ClickHouse, by query and reason (error, timeout, bad_result, deadline).',
+      help: 'Answers not fresh from ClickHouse, by query and reason (error, timeout, bad_result, deadline, overload).',
       labelNames: ['query', 'reason'],
       registers,
     });

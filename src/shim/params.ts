@@ -1,6 +1,7 @@
 import type { CompiledQuery } from '../catalogue/types.js';
 import { DfeError, showValue } from '../errors.js';
 import type { DeclaredParams } from './key.js';
+import { isServable, MAX_SERVABLE } from './value.js';
 
 /** docs/api.md#answers: 1–253 chars of `[A-Za-z0-9_.:-]` (a Kubernetes name fits). */
 export const PARAM_VALUE = /^[A-Za-z0-9_.:-]{1,253}$/;
@@ -41,17 +42,18 @@ const NUMBER_TEXT = /^(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
 
 /**
  * The `hold` target of a `metric_type: Value` trigger (docs/failsafe.md#metric_type-value-and-hold): absent, or a
- * finite number ≥ 0. Anything else is a 400 — a typo in a ScaledObject must
- * show, not silently fall back to last-good.
+ * number ≥ 0 inside the servable range (docs/failsafe.md#servable-range). Anything else is a
+ * 400 — a typo in a ScaledObject must show, not silently fall back to
+ * last-good, and a target KEDA cannot carry must never be served.
  */
 export function parseHold(query: CompiledQuery, raw: RawQueryString): number | undefined {
   const value = raw.hold;
   if (value === undefined) return undefined;
   if (typeof value === 'string' && NUMBER_TEXT.test(value)) {
     const n = Number(value);
-    if (Number.isFinite(n)) return n;
+    if (isServable(n)) return n;
   }
-  throw new DfeError('PARAM_INVALID', `hold=${showValue(value)} must be a number >= 0 (the trigger's target)`, {
+  throw new DfeError('PARAM_INVALID', `hold=${showValue(value)} must be a number from 0 to ${MAX_SERVABLE} (the trigger's target)`, {
     query: query.name,
     key: 'hold',
     value,

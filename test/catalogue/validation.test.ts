@@ -127,3 +127,31 @@ describe('rules on the merged query', () => {
   it('a disabled query is not checked against the cross-key rules', () =>
     expect([...compile('queries:\n  foo: {clamp_min: 5, clamp_max: 1, enabled: false}\n').keys()]).toEqual(['ok']));
 });
+
+describe('the servable range (what KEDA and the HPA can carry, docs/failsafe.md)', () => {
+  it.each([
+    ['cold_hold', '1e16', '10000000000000000'],
+    ['cold_hold', '9223372036854775', '9223372036854776'],
+    ['clamp_max', '1e306', '1e+306'],
+    ['clamp_min', '-1e19', '-10000000000000000000'],
+  ])('%s: %s is rejected, naming file, query, key and value', (key, yamlValue, shown) =>
+    expectInvalid(`queries:\n  foo: {sql: SELECT 1, ${key}: ${yamlValue}}\n`, { query: 'foo', key, says: `${shown} is outside the servable range` }));
+  it('the largest servable value loads', () => {
+    const q = compile('queries:\n  foo: {sql: SELECT 1, cold_hold: 9223372036854774, clamp_min: -9223372036854774}\n').get('foo');
+    expect(q?.coldHold).toBe(9_223_372_036_854_774);
+  });
+});
+
+describe('warnings at load (the catalogue loads; the log says)', () => {
+  it('deadline_ms at or past KEDA’s default HTTP timeout (3000 ms) warns, naming file, query and value', () => {
+    const catalogue = compile('queries:\n  slow: {sql: SELECT 1, deadline_ms: 3000, timeout_seconds: 10}\n  fine: {sql: SELECT 1, deadline_ms: 2999}\n');
+    expect(catalogue.get('fine')?.warnings).toBeUndefined();
+    expect(catalogue.get('slow')?.warnings).toEqual([
+      expect.objectContaining({ file: OVER, query: 'slow', key: 'deadline_ms', value: 3000, message: expect.stringContaining(`${OVER}: query "slow" key "deadline_ms": 3000 is at or above KEDA's default HTTP timeout`) }),
+    ]);
+  });
+  it('names the built-in file when the built-in set it', () => {
+    const catalogue = compile('queries:\n  b: {cold_hold: 1}\n', 'queries:\n  b: {sql: SELECT 1, deadline_ms: 4000, timeout_seconds: 5}\n');
+    expect(catalogue.get('b')?.warnings?.[0]).toMatchObject({ file: BASE, value: 4000 });
+  });
+});

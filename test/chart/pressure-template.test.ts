@@ -53,6 +53,7 @@ describe.skipIf(skip)('dfe-keda-shim.pressureTriggers', () => {
         metricType: 'Value',
         metadata: {
           targetValue: '70',
+          activationTargetValue: '0',
           url: `${shimAddress}/keda/pressure?service=dfe-loader&hold=70`,
           valueLocation: 'value',
         },
@@ -70,10 +71,20 @@ describe.skipIf(skip)('dfe-keda-shim.pressureTriggers', () => {
         type: 'metrics-api',
         name: 'scaling-pressure',
         metricType: 'Value',
-        metadata: { targetValue: '62.5', url: `${shimAddress}/keda/pressure?service=dfe-loader&hold=62.5`, valueLocation: 'value', authMode: 'bearer' },
+        metadata: { targetValue: '62.5', activationTargetValue: '0', url: `${shimAddress}/keda/pressure?service=dfe-loader&hold=62.5`, valueLocation: 'value', authMode: 'bearer' },
         authenticationRef: { name: 'shim-auth' },
       },
     ]);
+  });
+
+  it('activation: a hold answer (= target) counts as active; an activationTarget at or past the target is refused', () => {
+    const render = (extra: Record<string, unknown>) =>
+      helmTemplate({ pressure: { service: 'dfe-loader', shimAddress, target: 70, cpu: false, ...extra } }, appChart);
+    const metadata = (extra: Record<string, unknown>) => byKind(render(extra).manifests, 'ScaledObject')[0]!.spec.triggers[0].metadata;
+    expect(metadata({})).toMatchObject({ targetValue: '70', activationTargetValue: '0' });
+    expect(metadata({ activationTarget: 5.5 })).toMatchObject({ activationTargetValue: '5.5' });
+    expect(() => render({ activationTarget: 70 })).toThrow(/activationTarget 70 must be below target 70/);
+    expect(() => render({ activationTarget: 90 })).toThrow(/must be below target/);
   });
 
   it('names the missing parameter', () => {

@@ -1,4 +1,4 @@
-import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Agent as HttpAgent, createServer as createHttpServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type Server, type Socket } from 'node:net';
 import { freePort } from './ports.js';
 
@@ -8,6 +8,10 @@ import { freePort } from './ports.js';
  * value a client could take as a good result in time — a slow server answers
  * only after its delay (set it past the caller's deadline/abort), everything
  * else refuses, hangs, errors or sends bytes no client can parse.
+ *
+ * The one exception is `stallingProxy`, which forwards untouched to a REAL
+ * ClickHouse whatever it does not stall: what it passes on is that server's
+ * own answer.
  *
  * All listen on 127.0.0.1 only. `hits()` counts what reached the socket
  * (HTTP requests, or raw connections for the non-HTTP ones), so a test can
@@ -117,6 +121,202 @@ export async function garbageServer(kind: GarbageKind): Promise<FaultEndpoint> {
         return;
     }
   });
+}
+
+/**
+ * HTTP 200 whose body is a COMPLETE, parseable JSON document that is not a
+ * usable JSONCompact result (issue 9 item 1 and 2). None is a value to take:
+ * `short-row` (a row with fewer cells than `meta`), `object-rows` (rows as
+ * objects: another format's answer), `data-not-array`, `exception` (what
+ * ClickHouse 23.8+ sends when an error happens after the response started: a
+ * 200 with rows empty and an `exception` field), `huge` (1e306, past
+ * float64 × 1000) and `over-int64` (1e16, past what KEDA can carry).
+ */
+export type MalformedKind = 'short-row' | 'object-rows' | 'data-not-array' | 'exception' | 'huge' | 'over-int64';
+
+const META_2 = '"meta":[{"name":"a","type":"UInt64"},{"name":"value","type":"Float64"}]';
+
+export function malformedBody(kind: MalformedKind): string {
+  switch (kind) {
+    case 'short-row':
+      return `{${META_2},"data":[[7]],"rows":1}\n`;
+    case 'object-rows':
+      return `{${META_2},"data":[{"a":0,"value":0}],"rows":1}\n`;
+    case 'data-not-array':
+      return `{${META_2},"data":"0","rows":1}\n`;
+    case 'exception':
+      return `{${META_2},"data":[],"rows":0,"exception":"Code: 159. DB::Exception: Timeout exceeded: elapsed 1.0 seconds (injected). (TIMEOUT_EXCEEDED)"}\n`;
+    case 'huge':
+      return '{"meta":[{"name":"value","type":"Float64"}],"data":[[1e306]],"rows":1}\n';
+    case 'over-int64':
+      return '{"meta":[{"name":"value","type":"Float64"}],"data":[[1e16]],"rows":1}\n';
+  }
+}
+
+export async function malformedServer(kind: MalformedKind): Promise<FaultEndpoint> {
+  return httpServer((_req, res) => {
+    res.writeHead(200, { ...clickHouseHeaders(), 'X-ClickHouse-Format': 'JSONCompact' });
+    res.end(malformedBody(kind));
+  });
+}
+
+/** A fault endpoint that also reports what happened to its connections. */
+export interface SocketFaultEndpoint extends FaultEndpoint {
+  /** Connections open right now. */
+  openSockets(): number;
+  /** Connections the CLIENT closed (or reset) so far. */
+  closedByClient(): number;
+  /** Response body bytes the server managed to hand to its sockets. */
+  bytesWritten(): number;
+}
+
+/**
+ * 200 headers, then: `half-body` — half of a JSONCompact document, then
+ * silence for ever; `trickle` — one byte every 100 ms for ever (a socket
+ * timeout never fires: there is always activity). The server never ends the
+ * response; only the client can, by closing its socket.
+ */
+export async function stallServer(mode: 'half-body' | 'trickle'): Promise<SocketFaultEndpoint> {
+  const timers = new Set<NodeJS.Timeout>();
+  let written = 0;
+  return trackedHttpServer(
+    (_req, res) => {
+      res.writeHead(200, { ...clickHouseHeaders(), 'X-ClickHouse-Format': 'JSONCompact' });
+      res.flushHeaders();
+      if (mode === 'half-body') {
+        const half = '{"meta":[{"name":"value","type":"UInt64"}],"data":[[';
+        res.write(half);
+        written += half.length;
+        return;
+      }
+      const timer = setInterval(() => {
+        if (res.destroyed) return clearInterval(timer);
+        res.write(' ');
+        written += 1;
+      }, 100);
+      timers.add(timer);
+      res.on('close', () => {
+        clearInterval(timer);
+        timers.delete(timer);
+      });
+    },
+    () => written,
+    () => timers.forEach(clearInterval),
+  );
+}
+
+/**
+ * 200 headers, then a JSONCompact document with `totalBytes` of rows (40 MB by
+ * default), written in 64 KiB chunks that respect backpressure — so what the
+ * server managed to write is what the client (and the kernel buffers between
+ * them) took before closing the socket.
+ */
+export async function floodServer(totalBytes = 40 * 1024 * 1024): Promise<SocketFaultEndpoint> {
+  let written = 0;
+  return trackedHttpServer(
+    (_req, res) => {
+      res.writeHead(200, { ...clickHouseHeaders(), 'X-ClickHouse-Format': 'JSONCompact' });
+      const head = '{"meta":[{"name":"value","type":"UInt64"}],"data":[[0]';
+      const rows = ',[0]'.repeat(16 * 1024);
+      let sent = 0;
+      const pump = () => {
+        if (sent === 0) {
+          res.write(head);
+          sent += head.length;
+        }
+        while (!res.destroyed && sent < totalBytes) {
+          const ok = res.write(rows);
+          sent += rows.length;
+          written = sent;
+          if (!ok) return void res.once('drain', pump);
+        }
+        if (!res.destroyed) res.end('],"rows":1}\n');
+      };
+      pump();
+    },
+    () => written,
+  );
+}
+
+/**
+ * A proxy in front of a REAL ClickHouse HTTP interface: a request whose SQL
+ * (the POST body) contains `marker` is stalled (200 headers, half a body,
+ * silence); every other request is forwarded untouched and its answer piped
+ * back. So one ClickHouse serves healthy queries while chosen ones hang.
+ */
+export async function stallingProxy(targetUrl: string, marker: string): Promise<SocketFaultEndpoint & { stalled(): number }> {
+  const target = new URL(targetUrl);
+  let stalled = 0;
+  const upstream = new HttpAgent({ keepAlive: true, maxSockets: 64 });
+  const endpoint = await trackedHttpServer(
+    (req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks);
+        const url = new URL(req.url ?? '/', target);
+        if (body.toString('utf8').includes(marker) || url.search.includes(marker)) {
+          stalled += 1;
+          res.writeHead(200, { ...clickHouseHeaders(), 'X-ClickHouse-Format': 'JSONCompact' });
+          res.write('{"meta":[{"name":"value","type":"UInt64"}],"data":[[');
+          return;
+        }
+        const headers = { ...req.headers, host: target.host, 'content-length': String(body.length) };
+        const forward = httpRequest(url, { method: req.method, headers, agent: upstream }, (up) => {
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          up.pipe(res);
+        });
+        forward.on('error', () => res.destroy());
+        forward.end(body);
+      });
+    },
+    () => 0,
+    () => upstream.destroy(),
+    // The request body must be read here, not drained.
+    false,
+  );
+  return { ...endpoint, stalled: () => stalled };
+}
+
+async function trackedHttpServer(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+  written: () => number,
+  onClose: () => void = () => undefined,
+  drainBody = true,
+): Promise<SocketFaultEndpoint> {
+  let hits = 0;
+  let open = 0;
+  let closedByClient = 0;
+  let closing = false;
+  const server = createHttpServer((req, res) => {
+    hits += 1;
+    if (drainBody) req.resume();
+    handler(req, res);
+  });
+  server.on('connection', (socket: Socket) => {
+    open += 1;
+    socket.on('close', () => {
+      open -= 1;
+      if (!closing) closedByClient += 1;
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await listen(server);
+  const port = portOf(server);
+  return {
+    port,
+    url: `http://${LOOPBACK}:${port}`,
+    hits: () => hits,
+    openSockets: () => open,
+    closedByClient: () => closedByClient,
+    bytesWritten: written,
+    close: async () => {
+      closing = true;
+      onClose();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
 }
 
 function clickHouseHeaders(): Record<string, string> {

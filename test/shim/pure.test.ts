@@ -1,10 +1,11 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isDfeError } from '../../src/errors.js';
 import { onFailure, reusable, type FailSafePolicy } from '../../src/shim/decision.js';
 import { cacheKey } from '../../src/shim/key.js';
 import { parseHold, validateParams } from '../../src/shim/params.js';
 import { parseResult } from '../../src/shim/result.js';
-import { ageSeconds, clamp, finalValue, servedValue } from '../../src/shim/value.js';
+import { ageSeconds, clamp, finalValue, MAX_SERVABLE, servedValue } from '../../src/shim/value.js';
 import { compiled } from './helpers.js';
 
 const q = compiled('q', 'SELECT 1', { params: ['service', 'ns'] });
@@ -56,7 +57,7 @@ describe('result parsing', () => {
   const meta = [{ name: 'a' }, { name: 'value' }];
   it('reads row 0 by index or by name, numbers and numeric strings', () => {
     expect(parseResult({ meta, data: [[1, 2.5]] }, 1)).toEqual({ kind: 'number', value: 2.5 });
-    expect(parseResult({ meta, data: [[1, '18446744073709551615']] }, 'value')).toEqual({ kind: 'number', value: Number('18446744073709551615') });
+    expect(parseResult({ meta, data: [[1, '9007199254740993']] }, 'value')).toEqual({ kind: 'number', value: Number('9007199254740993') });
     expect(parseResult({ meta, data: [['-3', 0], [9, 9]] }, 0)).toEqual({ kind: 'number', value: -3 });
   });
   it('treats no row and NULL as a successful 0', () => {
@@ -69,6 +70,54 @@ describe('result parsing', () => {
     }
     expect(parseResult({ meta, data: [[1, 1]] }, 2).kind).toBe('invalid');
     expect(parseResult({ meta, data: [[1, 1]] }, 'nope').kind).toBe('invalid');
+  });
+  it('rejects values KEDA cannot carry (|v| × 1000 ≥ 2^63), as numbers or quoted 64-bit integers', () => {
+    for (const cell of ['18446744073709551615', '9223372036854775', 1e16, 1e306, -1e300, '-9223372036854775807']) {
+      expect(parseResult({ meta, data: [[cell, 1]] }, 0)).toMatchObject({ kind: 'invalid', message: expect.stringContaining('servable range') });
+    }
+    expect(parseResult({ meta, data: [['9223372036854774', 1]] }, 0)).toEqual({ kind: 'number', value: MAX_SERVABLE });
+  });
+  it('rejects bodies that are not JSONCompact results; an exception field is an exception', () => {
+    const bad: unknown[] = [null, 0, 'x', [], { meta, data: {} }, { meta: 'x', data: [] }, { meta, data: [[1]] }, { meta, data: [{ a: 1, value: 2 }] }, { meta, data: [[1, 2, 3]] }, { data: [[1]] }];
+    for (const body of bad) expect(parseResult(body, 0).kind, JSON.stringify(body)).toBe('invalid');
+    expect(parseResult({ meta, data: [], exception: 'Code: 159. DB::Exception: Timeout' }, 0)).toMatchObject({ kind: 'exception' });
+    expect(parseResult({ meta, data: [[1, 2]], exception: 'Code: 395' }, 0)).toMatchObject({ kind: 'exception' });
+  });
+});
+
+describe('the value path never serves null, NaN or a value KEDA cannot carry (property)', () => {
+  const servable = (v: number) => Number.isFinite(v) && v >= 0 && v <= MAX_SERVABLE && JSON.stringify({ value: v }) !== '{"value":null}';
+  const cell = fc.oneof(
+    fc.double(),
+    fc.double().map(String),
+    fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }).map(String),
+    fc.constantFrom(null, 'nan', 'inf', '-inf', '', '1e400', true),
+    fc.string(),
+  );
+  const bound = fc.option(fc.double({ min: -MAX_SERVABLE, max: MAX_SERVABLE, noNaN: true }), { nil: undefined });
+  it('servedValue is total: any number in, a servable number out', () => {
+    fc.assert(fc.property(fc.double(), (v) => servable(servedValue(v))));
+  });
+  it('result → clamp → served: either a failure or a servable number', () => {
+    fc.assert(
+      fc.property(cell, bound, bound, (c, a, b) => {
+        const parsed = parseResult({ meta: [{ name: 'v' }], data: [[c]] }, 0);
+        if (parsed.kind !== 'number') return true;
+        const [clampMin, clampMax] = a !== undefined && b !== undefined && a > b ? [b, a] : [a, b];
+        return servable(finalValue(parsed.value, { clampMin, clampMax }));
+      }),
+    );
+  });
+  it('hold: a 400 or a servable target', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string(), fc.double().map(String), fc.bigInt({ min: 0n, max: 2n ** 70n }).map(String)), (hold) => {
+        try {
+          return servable(parseHold(q, { hold }) ?? 0);
+        } catch (err) {
+          return isDfeError(err, 'PARAM_INVALID');
+        }
+      }),
+    );
   });
 });
 

@@ -17,10 +17,19 @@ Parameters:
   cpuUtilization     CPU utilisation target, percent (default 70)
   authenticationRef  name of a TriggerAuthentication when the shim has auth on (optional)
   authMode           bearer | apiKey | basic, with authenticationRef (optional)
+  activationTarget   the trigger's activationTargetValue (default 0; must be below target)
 
 The pressure trigger is `metricType: Value` (desired = ceil(current × value / target)). A
 frozen Value would keep scaling, so the URL carries `hold` = the target: on a ClickHouse
 failure the shim answers exactly the target, the neutral value that keeps the current count.
+
+Activation (KEDA's 0 <-> 1, `value > activationTargetValue`): the hold answer (= target) counts
+as ACTIVE, so during a ClickHouse failure this trigger wakes a workload at minReplicaCount 0 and
+never lets a running one be scaled to zero. That is the fail-safe direction (a metrics outage
+must not take capacity away), so activationTargetValue is rendered explicitly as 0. A value at
+or above the target is refused: the hold answer would then count as inactive and an outage
+could scale the workload to zero. (A sleeping app reports no pressure gauge, so pressure alone
+never wakes it; only a hold does.)
 */}}
 {{- define "dfe-keda-shim.pressureTriggers" -}}
 {{- $service := required "dfe-keda-shim.pressureTriggers: service is required" .service -}}
@@ -29,6 +38,11 @@ failure the shim answers exactly the target, the neutral value that keeps the cu
 {{- if hasKey . "target" }}{{ $target = .target }}{{ end -}}
 {{- $cpuUtilization := 70 -}}
 {{- if hasKey . "cpuUtilization" }}{{ $cpuUtilization = .cpuUtilization }}{{ end -}}
+{{- $activation := 0 -}}
+{{- if hasKey . "activationTarget" }}{{ $activation = .activationTarget }}{{ end -}}
+{{- if ge (float64 $activation) (float64 $target) -}}
+{{- fail (printf "dfe-keda-shim.pressureTriggers: activationTarget %v must be below target %v (a hold answer equals the target and must count as active, or a ClickHouse outage could scale the workload to zero)" $activation $target) -}}
+{{- end -}}
 {{- $cpu := true -}}
 {{- if hasKey . "cpu" }}{{ $cpu = .cpu }}{{ end -}}
 {{- if $cpu }}
@@ -43,6 +57,7 @@ failure the shim answers exactly the target, the neutral value that keeps the cu
   metricType: Value
   metadata:
     targetValue: {{ $target | toString | quote }}
+    activationTargetValue: {{ $activation | toString | quote }}
     url: {{ printf "%s/keda/pressure?service=%s&hold=%v" $shim ($service | urlquery) $target | quote }}
     valueLocation: "value"
     {{- with .authMode }}
