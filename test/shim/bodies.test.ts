@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
+import { MAX_SERVABLE } from '../../src/servable.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { capturingLogger, compiled, makeApp, type AppUnderTest } from './helpers.js';
 
@@ -25,7 +26,8 @@ beforeAll(async () => {
   const queries = [
     compiled('plain', 'SELECT 3.5 AS value'),
     compiled('tiny', 'SELECT 0.0014 AS value'),
-    compiled('huge', 'SELECT 1e21 AS value'),
+    // The largest value KEDA can carry (docs/failsafe.md#servable-range): 16 digits, past 2^53.
+    compiled('huge', `SELECT toFloat64(${MAX_SERVABLE}) AS value`),
     compiled('young', 'SELECT 7 AS value', { freshForSeconds: 30 }),
     compiled('knob', knob, { resultField: 'v', coldHold: 2.5, maxStaleSeconds: 60 }),
     compiled('valueq', `${knob} WHERE {service:String} != ''`, { params: ['service'], resultField: 'v', metricType: 'Value' }),
@@ -56,14 +58,14 @@ describe('answer bodies are byte-identical to JSON.stringify, for every source',
     for (const [url, body] of [
       ['/q/plain', answer(3.5, 'fresh', 0)],
       ['/q/tiny', answer(0.001, 'fresh', 0)],
-      ['/q/huge', answer(1e21, 'fresh', 0)],
+      ['/q/huge', answer(MAX_SERVABLE, 'fresh', 0)],
       ['/q/young', answer(7, 'fresh', 0)],
       ['/keda/hunt-backlog', answer(11, 'fresh', 0)],
       ['/keda/pressure?hold=3', answer(0.5, 'fresh', 0)],
     ] as const) {
       expect({ url, ...(await raw(url)) }).toEqual({ url, status: 200, body, type: 'application/json; charset=utf-8', cache: 'no-store' });
     }
-    expect(answer(1e21, 'fresh', 0)).toContain('1e+21');
+    expect(answer(MAX_SERVABLE, 'fresh', 0)).toContain(':9223372036854774,');
     clock.advance(1_234);
     expect((await raw('/q/young')).body).toBe(answer(7, 'fresh', 1.234));
   });
