@@ -3,16 +3,19 @@ import { RUN_STATUS, TABLES } from '../src/coordination/tables.js';
 
 /**
  * The comparison baseline for the due-query bench ONLY: the same decision as
- * src/coordination/due-sql.ts written the obvious way, collapsing each
- * ReplacingMergeTree with FINAL instead of argMax. The product never uses it
- * (docs/tables.md#the-due-rule: no FINAL); the bench checks both count the same hunts before it
- * compares their times.
+ * src/coordination/due-sql.ts written the obvious way, every table read with FINAL and
+ * joined (the auto-disable filter written as the product writes it, so the two
+ * differ only in shape). Issue 13 asks the product to be no slower than this; the
+ * bench checks both count the same hunts before it compares their times. The
+ * product differs on purpose: live leases as a set, and hunt_run without FINAL
+ * (see docs/tables.md "The due query").
  */
 export function dueCountFinalSql(database: string): string {
   const schedule = qualifiedTable(database, TABLES.schedule);
   const watermark = qualifiedTable(database, TABLES.watermark);
   const lease = qualifiedTable(database, TABLES.lease);
   const run = qualifiedTable(database, TABLES.run);
+  const state = qualifiedTable(database, TABLES.state);
   return `
 SELECT count() AS value FROM (
   SELECT
@@ -27,6 +30,7 @@ SELECT count() AS value FROM (
     SELECT hunt_id, interval_seconds, phase_offset
     FROM ${schedule} FINAL
     WHERE enabled = 1 AND interval_seconds > 0
+      AND hunt_id NOT IN (SELECT hunt_id FROM ${state} FINAL WHERE disabled_reason != '')
   ) AS s
   LEFT JOIN (SELECT hunt_id, watermark, toUInt8(1) AS has_wm FROM ${watermark} FINAL) AS w ON w.hunt_id = s.hunt_id
   LEFT JOIN (SELECT hunt_id, lease_until FROM ${lease} FINAL) AS l ON l.hunt_id = s.hunt_id

@@ -24,12 +24,19 @@ export const REDACT_PATHS: readonly string[] = Object.freeze([
 export interface LogSettings {
   readonly level: string;
   readonly format: 'json' | 'pretty';
+  /** More paths to redact, e.g. a renamed API-key header or parameter (apiKeyRedactPaths). */
+  readonly redact?: readonly string[];
+}
+
+/** The request paths that carry a configured API key (DFE_KEDA_SHIM_AUTH_API_KEY_HEADER / _PARAM). */
+export function apiKeyRedactPaths(header: string, param: string): string[] {
+  return [`req.headers[${JSON.stringify(header.toLowerCase())}]`, `req.query[${JSON.stringify(param)}]`];
 }
 
 export function loggerOptions(settings: LogSettings): LoggerOptions {
   const options: LoggerOptions = {
     level: settings.level,
-    redact: { paths: [...REDACT_PATHS], censor: '[redacted]' },
+    redact: { paths: [...new Set([...REDACT_PATHS, ...(settings.redact ?? [])])], censor: '[redacted]' },
     base: { pid: process.pid },
   };
   if (settings.format === 'pretty') {

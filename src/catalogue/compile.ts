@@ -11,6 +11,12 @@ import { placeholderNames, replaceSentinels } from './sentinels.js';
 export interface CatalogueDatabases {
   readonly dataDatabase: string;
   readonly otelDatabase: string;
+  /**
+   * Request parameters the shim reads itself beyond `hold` and `api_key`: the
+   * configured API-key parameter (DFE_KEDA_SHIM_AUTH_API_KEY_PARAM). A query
+   * may not declare one, or the key would be bound and cached.
+   */
+  readonly reservedParams?: readonly string[] | undefined;
 }
 
 /** Everything compiling needs besides the YAML: the databases and the built-ins registry. */
@@ -33,13 +39,26 @@ function sourceSql(source: QuerySource, databaseName: string, builtins: Catalogu
 /** Every declared param and bind needs a placeholder, and every placeholder a value. */
 function checkPlaceholders(q: MergedQuery, definition: QueryDefinition, sql: string): void {
   const used = placeholderNames(sql);
-  const fail = (key: 'params' | 'binds' | 'sql', value: string, problem: string) =>
-    catalogueInvalid({ file: q.origin[key] ?? q.file, query: q.name, key, value, problem });
+  const fail = (key: 'params' | 'binds' | 'sql', value: string, problem: string, file = q.origin[key] ?? q.file) =>
+    catalogueInvalid({ file, query: q.name, key, value, problem });
+  // The SQL came from `sql` or `builtin`, whichever the merge kept.
+  const sqlFile = q.origin[q.raw.sql === undefined ? 'builtin' : 'sql'] ?? q.file;
+  /**
+   * A param or bind without a placeholder: when a later file replaced the SQL
+   * and the list or map stayed from an earlier file, the file that set the SQL
+   * is the one to fix (it can clear the binds with `binds: null`).
+   */
+  const missing = (key: 'params' | 'binds', name: string) => {
+    const from = q.origin[key] ?? q.file;
+    if (from === sqlFile || sqlFile !== q.file) return fail(key, name, `has no {${name}:Type} placeholder in the SQL`);
+    const hint = key === 'binds' ? '; set binds: null (or new binds) next to the new sql to drop them' : '; set params next to the new sql';
+    return fail(key, name, `(set by ${from}) has no {${name}:Type} placeholder in the SQL this file set${hint}`, sqlFile);
+  };
   for (const name of definition.params) {
-    if (!used.includes(name)) throw fail('params', name, `has no {${name}:Type} placeholder in the SQL`);
+    if (!used.includes(name)) throw missing('params', name);
   }
   for (const name of Object.keys(definition.binds)) {
-    if (!used.includes(name)) throw fail('binds', name, `has no {${name}:Type} placeholder in the SQL`);
+    if (!used.includes(name)) throw missing('binds', name);
   }
   for (const name of used) {
     if (!definition.params.includes(name) && !Object.hasOwn(definition.binds, name)) {
@@ -63,6 +82,16 @@ export function fingerprintOf(query: Omit<CompiledQuery, 'fingerprint'>): string
 
 export function compileQuery(q: MergedQuery, inputs: CatalogueInputs): CompiledQuery {
   const { definition, source, warnings } = checkQuery(q);
+  const reserved = definition.params.find((name) => inputs.reservedParams?.includes(name));
+  if (reserved !== undefined) {
+    throw catalogueInvalid({
+      file: q.origin['params'] ?? q.file,
+      query: q.name,
+      key: 'params',
+      value: reserved,
+      problem: 'is reserved by the shim (DFE_KEDA_SHIM_AUTH_API_KEY_PARAM: the API key) and cannot be declared',
+    });
+  }
   const databaseName = resolveDatabase(definition.database, inputs);
   const sql = sourceSql(source, databaseName, inputs.builtins);
   checkPlaceholders(q, definition, sql);

@@ -49,8 +49,9 @@ export const rawQuerySchema = z.strictObject({
     .optional(),
   binds: z
     .record(z.string().regex(PARAM_NAME, { error: 'bind names must be identifiers ([A-Za-z_][A-Za-z0-9_]*)' }), bindValue, {
-      error: 'must be a map of name: value',
+      error: 'must be a map of name: value (or null to clear the binds a previous file set)',
     })
+    .nullable()
     .optional(),
   result_field: z
     .union(

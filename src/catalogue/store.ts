@@ -1,6 +1,7 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { dirname } from 'node:path';
 import { describeError, isDfeError } from '../errors.js';
+import { isEmptyCatalogueError } from './parse.js';
 import { buildCatalogue, readCatalogueFiles, type CatalogueFiles, type LoadCatalogueOptions } from './load.js';
 import type { Catalogue, CatalogueEvent, CatalogueProvider } from './types.js';
 
@@ -23,7 +24,10 @@ type State = 'stopped' | 'started';
  * is the server's, which calls `reload()` too.
  *
  * A reload parses and compiles fully before it swaps; a bad catalogue (invalid
- * YAML, invalid key, file gone) is rejected and the old one keeps serving.
+ * YAML, invalid key, file gone, too large, EMPTY — a writer that truncates then
+ * writes leaves a 0-byte file for a moment) is rejected and the old one keeps
+ * serving, cache and all. The YAML is parsed in a worker thread, so a reload
+ * never holds the event loop that answers KEDA.
  * Reloads are serialized, so two triggers never interleave.
  */
 export class CatalogueStore implements CatalogueProvider {
@@ -37,18 +41,21 @@ export class CatalogueStore implements CatalogueProvider {
   private watcher: FSWatcher | undefined;
   private interval: NodeJS.Timeout | undefined;
   private debounce: NodeJS.Timeout | undefined;
+  private pendingCheck: Promise<ReloadResult> | undefined;
 
   private constructor(
     private readonly options: CatalogueStoreOptions,
     files: CatalogueFiles,
+    catalogue: Catalogue,
   ) {
-    this.catalogue = buildCatalogue(files, options, options.clock.nowMs());
+    this.catalogue = catalogue;
     this.hashes = hashesOf(files);
   }
 
   /** Loads the catalogue once; throws CATALOGUE_INVALID / CATALOGUE_MISSING (startup exits on it). */
   static async open(options: CatalogueStoreOptions): Promise<CatalogueStore> {
-    return new CatalogueStore(options, await readCatalogueFiles(options));
+    const files = await readCatalogueFiles(options);
+    return new CatalogueStore(options, files, await buildCatalogue(files, options, options.clock.nowMs()));
   }
 
   current(): Catalogue {
@@ -102,7 +109,14 @@ export class CatalogueStore implements CatalogueProvider {
 
   /** A trigger (watch event or interval): reload only when the content differs from what is served or was rejected. */
   private check(): Promise<ReloadResult> {
-    return this.enqueue(() => this.reloadNow(false));
+    // One queued check is enough: a burst of events (or an interval shorter than a parse) never piles up.
+    if (this.pendingCheck !== undefined) return this.pendingCheck;
+    const run = this.enqueue(() => {
+      this.pendingCheck = undefined;
+      return this.reloadNow(false);
+    });
+    this.pendingCheck = run;
+    return run;
   }
 
   private enqueue(task: () => Promise<ReloadResult>): Promise<ReloadResult> {
@@ -123,9 +137,11 @@ export class CatalogueStore implements CatalogueProvider {
       this.rejectedHashes = undefined;
       return 'unchanged';
     }
+    // The same bad content as last time: not parsed again (the interval would re-parse it every tick).
+    if (!explicit && hashes === this.rejectedHashes) return 'rejected';
     let next: Catalogue;
     try {
-      next = buildCatalogue(files, this.options, this.options.clock.nowMs());
+      next = await buildCatalogue(files, this.options, this.options.clock.nowMs());
     } catch (err) {
       return this.reject(err, fileOf(err) ?? files.override?.path ?? files.builtin.path, hashes, explicit);
     }
@@ -142,7 +158,7 @@ export class CatalogueStore implements CatalogueProvider {
     if (!explicit && hashes === this.rejectedHashes) return 'rejected';
     this.rejectedHashes = hashes;
     const error = err instanceof Error ? err : new Error(String(err));
-    this.emit({ kind: 'rejected', error, file });
+    this.emit({ kind: 'rejected', error, file, empty: isEmptyCatalogueError(err) });
     return 'rejected';
   }
 

@@ -87,7 +87,13 @@ export type CatalogueEvent =
       readonly changed: readonly string[];
       readonly removed: readonly string[];
     }
-  | { readonly kind: 'rejected'; readonly error: Error; readonly file: string | undefined };
+  | {
+      readonly kind: 'rejected';
+      readonly error: Error;
+      readonly file: string | undefined;
+      /** The file had no content: most likely a writer mid-write (truncate, then write); logged as a warning. */
+      readonly empty?: boolean;
+    };
 
 /** The live catalogue as the shim sees it (implemented by catalogue/store.ts). */
 export interface CatalogueProvider {

@@ -10,8 +10,10 @@ import { dueRowsSql, type DueRow } from '../coordination/due-sql.js';
 import { loadHuntsDir, logHuntSet } from '../schedule/hunt-files.js';
 import { materialise, materialiseSummary, readSchedule } from '../coordination/materialise.js';
 import { applySchema, coordinationSettings, resolveTopology } from '../coordination/topology.js';
-import { schemaDdl } from '../coordination/tables.js';
+import { schemaDdl, type SchemaOptions } from '../coordination/tables.js';
 import { startRunner } from '../runner/start.js';
+import { enableHunt, readDisabled } from '../runner/smoothing/hunt-state.js';
+import { applyCommand, exportCommand, parseCycles, planCommand, statusCommand } from './smoothing.js';
 
 const USAGE = `Usage: dfe-hunt-runner <command> [options]
 
@@ -21,6 +23,15 @@ Commands:
   due [--json]             the hunts due now by the ClickHouse clock (what the shim's backlog counts)
   run-now <hunt_id>        request a run of a hunt now; served after its scheduled fire
   schema [--apply|--print] print (default) or apply the coordination tables' DDL (idempotent)
+  enable <hunt_id>         lift an auto-disable (memory-limit crash-loop or a ceiling)
+  smoothing plan [--json] [--cycles N]
+                           simulate N planning cycles on the live schedule and costs; writes nothing
+  smoothing apply [--cycles N]
+                           the same, then write the moves as learned offsets
+  smoothing status [--json]
+                           schedule, offset sources, cost model (and its source), disabled hunts, the curve
+  smoothing export --hunts DIR
+                           write settled learned offsets into the hunt files (schedule.phase_offset)
 
 Options (each overrides its environment variable):
   --hunts DIR              hunt definitions, one *.yaml per hunt   (DFE_HUNTS_DIR, default ./hunts)
@@ -30,6 +41,11 @@ Options (each overrides its environment variable):
   --cap N                  concurrent runs per runner              (DFE_HUNT_RUNNER_CAP, default 8)
   --metrics-port PORT      /livez, /readyz, /metrics port          (DFE_HUNT_RUNNER_METRICS_PORT, default 9464)
   --metrics-host HOST      listen address of that port (default 0.0.0.0, so kubelet probes reach it)
+  --bucket-seconds N       smoothing: curve bucket Δ               (DFE_HUNT_SMOOTHING_BUCKET_SECONDS, default 30)
+  --max-step FRACTION      smoothing: max step as a fraction of T  (DFE_HUNT_SMOOTHING_MAX_STEP_FRACTION, default 0.25)
+  --memory-cap-bytes N     smoothing: M_cap                        (DFE_HUNT_SMOOTHING_MEMORY_CAP_BYTES, default: the server's)
+  --cpu-cores N            smoothing: cores of C_cap               (DFE_HUNT_SMOOTHING_CPU_CORES, default: the server's)
+  --weights CPU,MEM        smoothing: pressure weights             (DFE_HUNT_SMOOTHING_WEIGHTS, default 0.5,0.5)
   --help                   this text
 `;
 
@@ -49,6 +65,12 @@ function parse(argv: string[]): { command: string | undefined; rest: string[]; f
       'metrics-port': { type: 'string' },
       'metrics-host': { type: 'string' },
       json: { type: 'boolean' },
+      cycles: { type: 'string' },
+      'bucket-seconds': { type: 'string' },
+      'max-step': { type: 'string' },
+      'memory-cap-bytes': { type: 'string' },
+      'cpu-cores': { type: 'string' },
+      weights: { type: 'string' },
       apply: { type: 'boolean' },
       print: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -84,17 +106,21 @@ async function settingsFor(handle: ClickHouseHandle, config: AppConfig) {
   return coordinationSettings(await resolveTopology(handle.client, dataDatabase, topology, cluster));
 }
 
+function schemaOptions(config: AppConfig): SchemaOptions {
+  return { runRetentionDays: config.clickhouse.runRetentionDays };
+}
+
 async function schemaCommand(config: AppConfig, flags: Flags): Promise<void> {
   if (flags.apply && flags.print) throw new DfeError('USAGE', 'schema takes --apply or --print, not both');
   const { dataDatabase, topology, cluster } = config.clickhouse;
   await withClickHouse(config, async (handle) => {
     const resolved = await resolveTopology(handle.client, dataDatabase, topology, cluster);
     if (!flags.apply) {
-      for (const statement of schemaDdl(dataDatabase, resolved)) process.stdout.write(`${statement};\n`);
+      for (const statement of schemaDdl(dataDatabase, resolved, schemaOptions(config))) process.stdout.write(`${statement};\n`);
       return;
     }
-    const statements = await applySchema(handle.client, dataDatabase, resolved);
-    process.stdout.write(`schema applied to ${dataDatabase} (${resolved.kind}): ${statements.length} statement(s), each IF NOT EXISTS\n`);
+    const statements = await applySchema(handle.client, dataDatabase, resolved, schemaOptions(config));
+    process.stdout.write(`schema applied to ${dataDatabase} (${resolved.kind}): ${statements.length} statement(s), each idempotent\n`);
   });
 }
 
@@ -149,12 +175,47 @@ async function runNowCommand(config: AppConfig, huntId: string | undefined): Pro
   });
 }
 
+async function enableCommand(config: AppConfig, huntId: string | undefined): Promise<void> {
+  if (!huntId) throw new DfeError('USAGE', 'enable needs a hunt id: dfe-hunt-runner enable <hunt_id>');
+  const database = config.clickhouse.dataDatabase;
+  await withClickHouse(config, async (handle) => {
+    const settings = await settingsFor(handle, config);
+    const was = (await readDisabled(handle.client, database, settings)).find((d) => d.huntId === huntId);
+    if (!was) {
+      process.stdout.write(`${huntId} is not disabled; nothing to do\n`);
+      return;
+    }
+    await enableHunt(handle.client, database, settings, huntId);
+    process.stdout.write(`enabled ${huntId} (was disabled: ${was.reason} at ${was.disabledAt}); it is due again from the next tick\n`);
+  });
+}
+
+async function smoothingCommand(config: AppConfig, verb: string | undefined, flags: Flags): Promise<void> {
+  const commands = { plan: planCommand, apply: applyCommand, status: statusCommand, export: exportCommand } as const;
+  if (verb === undefined || !(verb in commands)) {
+    throw new DfeError('USAGE', `smoothing needs one of plan, apply, status, export (got ${JSON.stringify(verb ?? '')})`);
+  }
+  const cycles = parseCycles(typeof flags.cycles === 'string' ? flags.cycles : undefined);
+  await withClickHouse(config, async (handle) => {
+    const ctx = {
+      config,
+      handle,
+      settings: await settingsFor(handle, config),
+      json: flags.json === true,
+      cycles,
+      huntsDir: config.runner.huntsDir,
+      out: (text: string) => void process.stdout.write(text),
+    };
+    await commands[verb as keyof typeof commands](ctx);
+  });
+}
+
 async function runCommand(config: AppConfig, flags: Flags): Promise<void> {
   const log = createLogger(config.log);
   const handle = await openClickHouse(config.clickhouse);
   const { dataDatabase, topology, cluster } = config.clickhouse;
   try {
-    await applySchema(handle.client, dataDatabase, await resolveTopology(handle.client, dataDatabase, topology, cluster));
+    await applySchema(handle.client, dataDatabase, await resolveTopology(handle.client, dataDatabase, topology, cluster), schemaOptions(config));
   } catch (err) {
     // A runner user may lack CREATE rights; the chart's Job applies the schema then.
     log.warn({ err: describeError(err) }, 'could not apply the schema; assuming it exists');
@@ -204,6 +265,12 @@ async function main(argv: string[]): Promise<number> {
         return 0;
       case 'schema':
         await schemaCommand(config, flags);
+        return 0;
+      case 'enable':
+        await enableCommand(config, rest[0]);
+        return 0;
+      case 'smoothing':
+        await smoothingCommand(config, rest[0], flags);
         return 0;
       default:
         throw new DfeError('USAGE', `unknown command ${JSON.stringify(command)}`);

@@ -22,6 +22,8 @@ export interface ClickHouseConfig {
   readonly topology: Topology;
   /** Cluster name for ON CLUSTER DDL on a macro-configured cluster. */
   readonly cluster: string;
+  /** hunt_run retention in days: the table's TTL (docs/tables.md). */
+  readonly runRetentionDays: number;
 }
 
 export interface ShimConfig {
@@ -31,13 +33,54 @@ export interface ShimConfig {
   readonly overridePath: string | undefined;
   readonly cacheMaxKeys: number;
   readonly reloadIntervalMs: number;
+  /** Queries one catalogue file may define (a bigger file is rejected before it is turned into objects). */
+  readonly maxQueries: number;
   readonly auth: {
     readonly mode: 'none' | 'bearer' | 'apiKey' | 'basic';
     readonly tokenFile: string | undefined;
     readonly usernameFile: string | undefined;
     readonly passwordFile: string | undefined;
+    /** apiKey mode: the header and the query parameter KEDA sends the key in (its keyParamName). */
+    readonly apiKeyHeader: string;
+    readonly apiKeyParam: string;
   };
-  readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined;
+  /** `clientCaFile`: KEDA must present a client certificate signed by it (mutual TLS). */
+  readonly tls: { readonly certFile: string; readonly keyFile: string; readonly clientCaFile: string | undefined } | undefined;
+}
+
+/** Load smoothing (docs/smoothing.md); each setting's env twin is DFE_HUNT_SMOOTHING_<NAME>. */
+export interface SmoothingConfig {
+  /** Default false: the controller never runs and no offset moves. */
+  readonly enabled: boolean;
+  /** Seconds between planning cycles, default 300. */
+  readonly cycleSeconds: number;
+  /** Δ, seconds per curve bucket, default 30. */
+  readonly bucketSeconds: number;
+  /** max_step = floor(T × fraction), default 0.25. */
+  readonly maxStepFraction: number;
+  /** Commit only if J falls by more than hysteresis × J, default 0.001. */
+  readonly hysteresis: number;
+  /** Cycles a moved hunt stays put, default 3. */
+  readonly cooldownCycles: number;
+  /** A learned offset not moved for this long is settled (export writes it), default 7 d. */
+  readonly settlingSeconds: number;
+  /** Trailing window of the cost model (p95s), default 24 h. */
+  readonly costWindowSeconds: number;
+  /** M_cap; undefined: the server's max_server_memory_usage. */
+  readonly memoryCapBytes: number | undefined;
+  /** Cores of C_cap; undefined: the server's max_threads. */
+  readonly cpuCores: number | undefined;
+  readonly weights: { readonly cpu: number; readonly mem: number };
+}
+
+/** Escalation (docs/smoothing.md): ON by default even with smoothing off. */
+export interface AutoDisableConfig {
+  /** K code-241 failures within windowSeconds disable a hunt; null = off. Default 3 in 3600 s. */
+  readonly memCrashloop: { readonly failures: number; readonly windowSeconds: number } | null;
+  /** Opt-in global ceilings on a hunt's p95 cost; undefined = no ceiling. */
+  readonly maxP95MemoryBytes: number | undefined;
+  readonly maxP95CpuUs: number | undefined;
+  readonly maxP95DurationMs: number | undefined;
 }
 
 export interface RunnerConfig {
@@ -49,6 +92,8 @@ export interface RunnerConfig {
   readonly leaseSeconds: number;
   readonly settleMs: number;
   readonly runnerId: string | undefined;
+  readonly smoothing: SmoothingConfig;
+  readonly autoDisable: AutoDisableConfig;
 }
 
 export interface AppConfig {
@@ -71,16 +116,49 @@ export const FLAG_TO_ENV: Readonly<Record<string, keyof z.input<typeof envSchema
   cap: 'DFE_HUNT_RUNNER_CAP',
   'metrics-port': 'DFE_HUNT_RUNNER_METRICS_PORT',
   'runner-id': 'DFE_HUNT_RUNNER_ID',
+  'bucket-seconds': 'DFE_HUNT_SMOOTHING_BUCKET_SECONDS',
+  'max-step': 'DFE_HUNT_SMOOTHING_MAX_STEP_FRACTION',
+  'memory-cap-bytes': 'DFE_HUNT_SMOOTHING_MEMORY_CAP_BYTES',
+  'cpu-cores': 'DFE_HUNT_SMOOTHING_CPU_CORES',
+  weights: 'DFE_HUNT_SMOOTHING_WEIGHTS',
 });
 
-function pickEnv(env: NodeJS.ProcessEnv): Record<string, string> {
-  const out: Record<string, string> = {};
+/**
+ * The original shim's variable names, read as fallbacks so its users can move
+ * over without renaming (README, "Migrating"): the `DFE_*` name wins when both
+ * are set.
+ */
+export const LEGACY_ENV: Readonly<Record<string, keyof z.input<typeof envSchema>>> = Object.freeze({
+  CLICKHOUSE_HOST: 'DFE_CLICKHOUSE_HOST',
+  CLICKHOUSE_PORT: 'DFE_CLICKHOUSE_PORT',
+  CLICKHOUSE_USER: 'DFE_CLICKHOUSE_USERNAME',
+  CLICKHOUSE_PASSWORD: 'DFE_CLICKHOUSE_PASSWORD',
+  CLICKHOUSE_DATABASE: 'DFE_CLICKHOUSE_DATA_DATABASE',
+  CLICKHOUSE_SECURE: 'DFE_CLICKHOUSE_SECURE',
+  CLICKHOUSE_VERIFY: 'DFE_CLICKHOUSE_VERIFY',
+  CLICKHOUSE_CA_CERT: 'DFE_CLICKHOUSE_CA_CERT',
+});
+
+/** Variables as the schema sees them, and for each the name it was read from (an error names that one). */
+function pickEnv(env: NodeJS.ProcessEnv): { raw: Record<string, string>; source: Record<string, string> } {
+  const raw: Record<string, string> = {};
+  const source: Record<string, string> = {};
   for (const key of Object.keys(envSchema.shape)) {
     const value = env[key];
     // An empty variable means "unset" (Helm renders absent values as "").
-    if (value !== undefined && value !== '') out[key] = value;
+    if (value !== undefined && value !== '') {
+      raw[key] = value;
+      source[key] = key;
+    }
   }
-  return out;
+  for (const [legacy, key] of Object.entries(LEGACY_ENV)) {
+    const value = env[legacy];
+    if (raw[key] === undefined && value !== undefined && value !== '') {
+      raw[key] = value;
+      source[key] = legacy;
+    }
+  }
+  return { raw, source };
 }
 
 function deepFreeze<T>(value: T): T {
@@ -113,7 +191,7 @@ export function maskUrlCredentials(value: string): string {
 
 /** What an error message may show of a variable's value: never a password. */
 function shownValue(key: string, value: string | undefined): string {
-  if (key === 'DFE_CLICKHOUSE_PASSWORD') return '[redacted]';
+  if (key === 'DFE_CLICKHOUSE_PASSWORD' || key === 'CLICKHOUSE_PASSWORD') return '[redacted]';
   if (key === 'DFE_CLICKHOUSE_URL' && value !== undefined) return showValue(maskUrlCredentials(value));
   return showValue(value);
 }
@@ -142,8 +220,13 @@ function build(e: ParsedEnv): AppConfig {
   }
   const tls =
     e.DFE_KEDA_SHIM_TLS_CERT_FILE && e.DFE_KEDA_SHIM_TLS_KEY_FILE
-      ? { certFile: e.DFE_KEDA_SHIM_TLS_CERT_FILE, keyFile: e.DFE_KEDA_SHIM_TLS_KEY_FILE }
+      ? { certFile: e.DFE_KEDA_SHIM_TLS_CERT_FILE, keyFile: e.DFE_KEDA_SHIM_TLS_KEY_FILE, clientCaFile: e.DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE }
       : undefined;
+  if (e.DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE && !tls) {
+    throw new DfeError('CONFIG_INVALID', 'DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE (client certificates) needs TLS: set DFE_KEDA_SHIM_TLS_CERT_FILE and DFE_KEDA_SHIM_TLS_KEY_FILE', {
+      key: 'DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE',
+    });
+  }
   if (Boolean(e.DFE_KEDA_SHIM_TLS_CERT_FILE) !== Boolean(e.DFE_KEDA_SHIM_TLS_KEY_FILE)) {
     throw new DfeError('CONFIG_INVALID', 'DFE_KEDA_SHIM_TLS_CERT_FILE and DFE_KEDA_SHIM_TLS_KEY_FILE go together', {
       key: e.DFE_KEDA_SHIM_TLS_CERT_FILE ? 'DFE_KEDA_SHIM_TLS_KEY_FILE' : 'DFE_KEDA_SHIM_TLS_CERT_FILE',
@@ -163,6 +246,7 @@ function build(e: ParsedEnv): AppConfig {
       otelDatabase: e.DFE_KEDA_SHIM_OTEL_DATABASE ?? e.DFE_CLICKHOUSE_DATA_DATABASE,
       topology: e.DFE_CLICKHOUSE_TOPOLOGY,
       cluster: e.DFE_CLICKHOUSE_CLUSTER,
+      runRetentionDays: e.DFE_HUNT_RUN_RETENTION_DAYS,
     },
     shim: {
       host: e.DFE_KEDA_SHIM_HOST,
@@ -171,11 +255,14 @@ function build(e: ParsedEnv): AppConfig {
       overridePath: e.DFE_KEDA_SHIM_QUERY_CONFIG,
       cacheMaxKeys: e.DFE_KEDA_SHIM_CACHE_MAX_KEYS,
       reloadIntervalMs: e.DFE_KEDA_SHIM_RELOAD_INTERVAL_MS,
+      maxQueries: e.DFE_KEDA_SHIM_MAX_QUERIES,
       auth: {
         mode: e.DFE_KEDA_SHIM_AUTH_MODE,
         tokenFile: e.DFE_KEDA_SHIM_AUTH_TOKEN_FILE,
         usernameFile: e.DFE_KEDA_SHIM_AUTH_USERNAME_FILE,
         passwordFile: e.DFE_KEDA_SHIM_AUTH_PASSWORD_FILE,
+        apiKeyHeader: e.DFE_KEDA_SHIM_AUTH_API_KEY_HEADER,
+        apiKeyParam: e.DFE_KEDA_SHIM_AUTH_API_KEY_PARAM,
       },
       tls,
     },
@@ -188,6 +275,25 @@ function build(e: ParsedEnv): AppConfig {
       leaseSeconds: e.DFE_HUNT_RUNNER_LEASE_SECONDS,
       settleMs: e.DFE_HUNT_RUNNER_SETTLE_MS,
       runnerId: e.DFE_HUNT_RUNNER_ID,
+      smoothing: {
+        enabled: e.DFE_HUNT_SMOOTHING_ENABLED,
+        cycleSeconds: e.DFE_HUNT_SMOOTHING_CYCLE_SECONDS,
+        bucketSeconds: e.DFE_HUNT_SMOOTHING_BUCKET_SECONDS,
+        maxStepFraction: e.DFE_HUNT_SMOOTHING_MAX_STEP_FRACTION,
+        hysteresis: e.DFE_HUNT_SMOOTHING_HYSTERESIS,
+        cooldownCycles: e.DFE_HUNT_SMOOTHING_COOLDOWN_CYCLES,
+        settlingSeconds: e.DFE_HUNT_SMOOTHING_SETTLING_SECONDS,
+        costWindowSeconds: e.DFE_HUNT_SMOOTHING_COST_WINDOW_SECONDS,
+        memoryCapBytes: e.DFE_HUNT_SMOOTHING_MEMORY_CAP_BYTES,
+        cpuCores: e.DFE_HUNT_SMOOTHING_CPU_CORES,
+        weights: e.DFE_HUNT_SMOOTHING_WEIGHTS,
+      },
+      autoDisable: {
+        memCrashloop: e.DFE_HUNT_AUTODISABLE_MEM_CRASHLOOP,
+        maxP95MemoryBytes: e.DFE_HUNT_AUTODISABLE_MAX_P95_MEMORY_BYTES,
+        maxP95CpuUs: e.DFE_HUNT_AUTODISABLE_MAX_P95_CPU_US,
+        maxP95DurationMs: e.DFE_HUNT_AUTODISABLE_MAX_P95_DURATION_MS,
+      },
     },
     log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT },
   };
@@ -199,10 +305,13 @@ function build(e: ParsedEnv): AppConfig {
  * credentials: the password is never echoed, nor the `user:password@` of a URL.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: Record<string, string | undefined> = {}): AppConfig {
-  const raw = pickEnv(env);
+  const { raw, source } = pickEnv(env);
   for (const [flag, value] of Object.entries(flags)) {
     const key = FLAG_TO_ENV[flag];
-    if (key !== undefined && value !== undefined) raw[key] = value;
+    if (key !== undefined && value !== undefined) {
+      raw[key] = value;
+      source[key] = key;
+    }
   }
   const parsed = envSchema.safeParse(raw);
   if (!parsed.success) {
@@ -210,7 +319,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: Record<s
     const key = String(issue?.path[0] ?? 'environment');
     const shown = shownValue(key, raw[key]);
     const viaFlag = Object.entries(FLAG_TO_ENV).find(([flag, k]) => k === key && flags[flag] !== undefined)?.[0];
-    const where = viaFlag ? `--${viaFlag}` : key;
+    const named = source[key] ?? key;
+    const where = viaFlag ? `--${viaFlag}` : named === key ? key : `${named} (fallback for ${key})`;
     throw new DfeError('CONFIG_INVALID', `invalid ${where}=${shown}: ${issue?.message ?? 'invalid'}`, { key, value: shown });
   }
   return deepFreeze(build(parsed.data));

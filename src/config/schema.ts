@@ -40,13 +40,58 @@ const positiveInteger = z
   .transform(Number)
   .refine((n) => n > 0 && Number.isSafeInteger(n), { message: 'must be a whole number greater than 0' });
 
+/** A number ≥ 0 (hysteresis). */
+const nonNegativeNumber = z
+  .string()
+  .trim()
+  .regex(/^\d+(\.\d+)?$/, { message: 'must be a number ≥ 0' })
+  .transform(Number);
+
+/** A whole number ≥ 0 (cool-down cycles). */
+const nonNegativeInteger = z
+  .string()
+  .trim()
+  .regex(/^\d+$/, { message: 'must be a whole number ≥ 0' })
+  .transform(Number)
+  .refine((n) => Number.isSafeInteger(n), { message: 'must be a whole number ≥ 0' });
+
+const fraction = z
+  .string()
+  .trim()
+  .transform(Number)
+  .refine((n) => Number.isFinite(n) && n > 0 && n <= 1, { message: 'must be a number in (0, 1]' });
+
+/** `cpu,mem` weights of the pressure curve, each ≥ 0, summing to 1 (docs/smoothing.md). */
+export const smoothingWeights = z
+  .string()
+  .trim()
+  .regex(/^\d+(\.\d+)?\s*,\s*\d+(\.\d+)?$/, { message: 'must be two numbers "cpu,mem", e.g. 0.5,0.5' })
+  .transform((v) => {
+    const [cpu = 0, mem = 0] = v.split(',').map(Number);
+    return { cpu, mem };
+  })
+  .refine((w) => Math.abs(w.cpu + w.mem - 1) < 1e-9, { message: 'must sum to 1, e.g. 0.5,0.5 or 0.7,0.3' });
+
+/** `K/SECONDS` (K code-241 failures within SECONDS disable a hunt) or `off`. */
+export const crashloopRule = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .regex(/^(off|\d+\/\d+)$/, { message: 'must be K/SECONDS (e.g. 3/3600) or off' })
+  .transform((v) => {
+    if (v === 'off') return null;
+    const [failures = 0, windowSeconds = 0] = v.split('/').map(Number);
+    return { failures, windowSeconds };
+  })
+  .refine((r) => r === null || (r.failures >= 1 && r.windowSeconds >= 1), { message: 'needs K ≥ 1 and SECONDS ≥ 1, or off' });
+
 /** Raw environment (strings), keyed by variable name. */
 export const envSchema = z.object({
   DFE_CLICKHOUSE_BACKEND: z.enum(['auto', 'server', 'embedded']).default('auto'),
   DFE_CLICKHOUSE_URL: z.string().trim().url({ message: 'must be a URL such as https://host:8443' }).optional(),
   DFE_CLICKHOUSE_HOST: z.string().trim().min(1).optional(),
   DFE_CLICKHOUSE_PORT: port('DFE_CLICKHOUSE_PORT').default(8123),
-  DFE_CLICKHOUSE_SECURE: bool.default(false),
+  DFE_CLICKHOUSE_SECURE: bool.default(true),
   DFE_CLICKHOUSE_VERIFY: bool.default(true),
   DFE_CLICKHOUSE_CA_CERT: z.string().min(1).optional(),
   DFE_CLICKHOUSE_USERNAME: z.string().default('default'),
@@ -54,6 +99,8 @@ export const envSchema = z.object({
   DFE_CLICKHOUSE_DATA_DATABASE: databaseName.default('dfe'),
   DFE_CLICKHOUSE_TOPOLOGY: z.enum(['auto', 'single', 'replicated']).default('auto'),
   DFE_CLICKHOUSE_CLUSTER: z.string().trim().min(1).default('{cluster}'),
+  /** Days hunt_run rows are kept (a TTL on the table, docs/tables.md); whole days, at least 1. */
+  DFE_HUNT_RUN_RETENTION_DAYS: positiveInteger.refine((n) => n <= 36_500, { message: 'must be at most 36500 (100 years)' }).default(90),
   DFE_CLICKHOUSE_REQUEST_TIMEOUT_MS: positiveNumber.default(30_000),
   DFE_EMBEDDED_PATH: z.string().min(1).default('./.dfe/clickhouse'),
   DFE_KEDA_SHIM_HOST: z.string().trim().min(1).default('0.0.0.0'),
@@ -63,11 +110,24 @@ export const envSchema = z.object({
   DFE_KEDA_SHIM_OTEL_DATABASE: databaseName.optional(),
   DFE_KEDA_SHIM_CACHE_MAX_KEYS: positiveInteger.default(10_000),
   DFE_KEDA_SHIM_RELOAD_INTERVAL_MS: positiveNumber.default(2_000),
+  DFE_KEDA_SHIM_MAX_QUERIES: positiveInteger.default(1_000),
   DFE_KEDA_SHIM_AUTH_MODE: z.enum(['none', 'bearer', 'apiKey', 'basic']).default('none'),
   DFE_KEDA_SHIM_AUTH_TOKEN_FILE: z.string().min(1).optional(),
   DFE_KEDA_SHIM_AUTH_USERNAME_FILE: z.string().min(1).optional(),
   DFE_KEDA_SHIM_AUTH_PASSWORD_FILE: z.string().min(1).optional(),
+  DFE_KEDA_SHIM_AUTH_API_KEY_HEADER: z
+    .string()
+    .trim()
+    .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/, { message: 'must be an HTTP header name (KEDA keyParamName, method: header)' })
+    .default('X-API-KEY'),
+  DFE_KEDA_SHIM_AUTH_API_KEY_PARAM: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z0-9_.-]{1,100}$/, { message: 'must be a query parameter name of [A-Za-z0-9_.-] (KEDA keyParamName, method: query)' })
+    .refine((name) => name !== 'hold', { message: 'must not be "hold" (the trigger target)' })
+    .default('api_key'),
   DFE_KEDA_SHIM_TLS_CERT_FILE: z.string().min(1).optional(),
+  DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE: z.string().min(1).optional(),
   DFE_KEDA_SHIM_TLS_KEY_FILE: z.string().min(1).optional(),
   DFE_HUNTS_DIR: z.string().min(1).default('./hunts'),
   DFE_ENGINE_HUNTS_PHASE_SPREAD_FRACTION: z
@@ -82,6 +142,22 @@ export const envSchema = z.object({
   DFE_HUNT_RUNNER_LEASE_SECONDS: positiveNumber.default(300),
   DFE_HUNT_RUNNER_SETTLE_MS: positiveNumber.default(750),
   DFE_HUNT_RUNNER_ID: z.string().trim().min(1).optional(),
+  // Load smoothing (docs/smoothing.md): off by default; auto-disable is on by default.
+  DFE_HUNT_SMOOTHING_ENABLED: bool.default(false),
+  DFE_HUNT_SMOOTHING_CYCLE_SECONDS: positiveNumber.default(300),
+  DFE_HUNT_SMOOTHING_BUCKET_SECONDS: positiveInteger.default(30),
+  DFE_HUNT_SMOOTHING_MAX_STEP_FRACTION: fraction.default(0.25),
+  DFE_HUNT_SMOOTHING_HYSTERESIS: nonNegativeNumber.default(0.001),
+  DFE_HUNT_SMOOTHING_COOLDOWN_CYCLES: nonNegativeInteger.default(3),
+  DFE_HUNT_SMOOTHING_SETTLING_SECONDS: positiveInteger.default(604_800),
+  DFE_HUNT_SMOOTHING_COST_WINDOW_SECONDS: positiveInteger.default(86_400),
+  DFE_HUNT_SMOOTHING_MEMORY_CAP_BYTES: positiveInteger.optional(),
+  DFE_HUNT_SMOOTHING_CPU_CORES: positiveNumber.optional(),
+  DFE_HUNT_SMOOTHING_WEIGHTS: smoothingWeights.default({ cpu: 0.5, mem: 0.5 }),
+  DFE_HUNT_AUTODISABLE_MEM_CRASHLOOP: crashloopRule.default({ failures: 3, windowSeconds: 3600 }),
+  DFE_HUNT_AUTODISABLE_MAX_P95_MEMORY_BYTES: positiveInteger.optional(),
+  DFE_HUNT_AUTODISABLE_MAX_P95_CPU_US: positiveInteger.optional(),
+  DFE_HUNT_AUTODISABLE_MAX_P95_DURATION_MS: positiveInteger.optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
 });

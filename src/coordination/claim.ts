@@ -7,12 +7,15 @@ import type { Coordinator, LeaseRow } from './coordinator.js';
  *
  *   free read → conditional insert → wait → read back the newest lease row.
  *
- * The claim stands only if the insert was acknowledged within `settle` of the
- * free read AND the read-back shows this owner and fire. The read-back waits
- * until `settle` after the free read (the protocol's stated bound) and, on top of that,
- * until `settle` after our own acknowledgement: any competing claim that can
- * still stand started its free read before our row was visible, so it is
- * acknowledged by then and the read-back sees it.
+ * The claim stands only if the insert was acknowledged STRICTLY less than
+ * `settle` after the free read (`ack − free read < settle`; at exactly `settle`
+ * it is late) AND the read-back shows this owner and fire. The read-back waits
+ * until `settle` + READ_BACK_MARGIN_MS after our own acknowledgement (which is
+ * also past `settle` after the free read, the protocol's stated bound): any competing claim
+ * that can still stand started its free read before our row was visible, so it
+ * is acknowledged by then and the read-back sees it. Both durations are read on
+ * the injected clock's MONOTONIC reading, so a wall-clock step (NTP) can neither
+ * make a late acknowledgement look in time nor cut the wait short.
  *
  * "Live" means the NEWEST lease row has lease_until > now, whoever owns it:
  * that is all a ReplacingMergeTree ordered by hunt_id keeps after a merge.
@@ -29,7 +32,7 @@ export type ClaimOutcome =
   | { readonly kind: 'won'; readonly watermark: number | null }
   /** A live lease at the free read, or the read-back shows another claim on top. */
   | { readonly kind: 'lost'; readonly holder: LeaseRow | undefined }
-  /** Our insert was acknowledged more than `settle` after the free read. */
+  /** Our insert was acknowledged `settle` or more after the free read. */
   | { readonly kind: 'late' };
 
 export interface ClaimRequest {
@@ -62,6 +65,13 @@ export function readBackVerdict(rows: readonly LeaseRow[], owner: string, fire: 
   return { kind: 'won', watermark };
 }
 
+/**
+ * How long after `ack + settle` the read-back goes, so a rival acknowledged right
+ * at the edge of its own window is visible (docs/claim-protocol.md). Small next
+ * to `settle`; it also absorbs timer and scheduling granularity.
+ */
+export const READ_BACK_MARGIN_MS = 50;
+
 type Started = { readonly contenders: readonly ClaimRequest[]; readonly freeReadMs: number; readonly ackMs: number };
 
 export async function claimFires(
@@ -73,7 +83,7 @@ export async function claimFires(
   const { clock, settleMs } = timing;
   const outcomes = new Map<string, ClaimOutcome>();
   const start = async (): Promise<Started> => {
-    const freeReadMs = clock.nowMs();
+    const freeReadMs = clock.monotonicMs();
     const free = await coord.newestLeases(requests.map((r) => r.huntId));
     const contenders = requests.filter((r) => {
       const head = free.rows.get(r.huntId);
@@ -81,16 +91,16 @@ export async function claimFires(
       return !outcomes.has(r.huntId);
     });
     if (contenders.length > 0) await coord.conditionalClaims(owner, contenders, timing.leaseSeconds);
-    return { contenders, freeReadMs, ackMs: clock.nowMs() };
+    return { contenders, freeReadMs, ackMs: clock.monotonicMs() };
   };
   const { contenders, freeReadMs, ackMs } = timing.claimStart ? await timing.claimStart(start) : await start();
   if (contenders.length === 0) return outcomes;
-  if (ackMs - freeReadMs > settleMs) {
+  if (ackMs - freeReadMs >= settleMs) {
     for (const r of contenders) outcomes.set(r.huntId, { kind: 'late' });
     return outcomes;
   }
   // ackMs + settle is also ≥ settle after the free read, the protocol's stated bound.
-  const waitMs = ackMs + settleMs - clock.nowMs();
+  const waitMs = ackMs + settleMs + READ_BACK_MARGIN_MS - clock.monotonicMs();
   if (waitMs > 0) await timing.sleep(waitMs);
   const back = await coord.readBacks(contenders.map((r) => r.huntId));
   for (const r of contenders) {

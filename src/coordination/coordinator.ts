@@ -30,6 +30,15 @@ export interface LeaseRow {
   readonly claimed: string;
 }
 
+/** hunt_run's cost columns of a finished run; 0 = not known. */
+export interface RunRowCost {
+  readonly durationMs: number;
+  readonly cpuUs: number;
+  readonly memoryBytes: number;
+  /** ClickHouse's error code of a failed run (241 = MEMORY_LIMIT_EXCEEDED), else 0. */
+  readonly errorCode: number;
+}
+
 export type RunStatus = (typeof RUN_STATUS)[keyof typeof RUN_STATUS];
 
 const SERVER_NOW = 'toInt64(toUnixTimestamp(now()))';
@@ -125,7 +134,13 @@ export class Coordinator {
     return {
       serverNow,
       backlog: Number(row.backlog),
-      due: row.due.map(([huntId, fire, requested]) => ({ huntId, fire: Number(fire), requested: Number(requested) === 1 })),
+      due: row.due.map(([huntId, fire, requested, interval, offset]) => ({
+        huntId,
+        fire: Number(fire),
+        requested: Number(requested) === 1,
+        intervalSeconds: Number(interval),
+        phaseOffset: Number(offset),
+      })),
     };
   }
 
@@ -221,8 +236,18 @@ export class Coordinator {
     await this.insertRows(TABLES.watermark, ['hunt_id', 'watermark'], [{ hunt_id: huntId, watermark: fire }]);
   }
 
-  async runRow(huntId: string, fire: number, status: RunStatus, rowsWritten: number): Promise<void> {
-    await this.insertRows(TABLES.run, ['hunt_id', 'fire', 'status', 'rows_written'], [{ hunt_id: huntId, fire, status, rows_written: rowsWritten }]);
+  /** A run's row; a finished run also records what it cost and its ClickHouse error code (docs/smoothing.md). */
+  async runRow(huntId: string, fire: number, status: RunStatus, rowsWritten: number, cost?: RunRowCost): Promise<void> {
+    const row = { hunt_id: huntId, fire, status, rows_written: rowsWritten };
+    if (!cost) {
+      await this.insertRows(TABLES.run, ['hunt_id', 'fire', 'status', 'rows_written'], [row]);
+      return;
+    }
+    await this.insertRows(
+      TABLES.run,
+      ['hunt_id', 'fire', 'status', 'rows_written', 'duration_ms', 'cpu_us', 'memory_bytes', 'error_code'],
+      [{ ...row, duration_ms: cost.durationMs, cpu_us: cost.cpuUs, memory_bytes: cost.memoryBytes, error_code: cost.errorCode }],
+    );
   }
 
   /** Run-now (docs/tables.md#run-now): a `requested` row at fire = the ClickHouse clock now; returns that fire. */
@@ -233,12 +258,20 @@ export class Coordinator {
     return fire;
   }
 
-  /** hunt_state.overrun_count += 1; only the lease owner writes it, so there is no race. */
+  /**
+   * hunt_state.overrun_count += 1; only the lease owner writes it, so there is no
+   * race. The newest row's disabled_reason/disabled_at are carried over: only
+   * `enable` may clear them (docs/tables.md). The inner aggregate has no GROUP BY,
+   * so it yields one row (count 0, not disabled) even for a hunt with no state yet.
+   */
   async addOverrun(huntId: string): Promise<void> {
     const state = qualifiedTable(this.database, TABLES.state);
     await this.write(
-      `INSERT INTO ${state} (hunt_id, overrun_count, too_aggressive)
-       SELECT {hunt:String}, (SELECT max(n) + 1 FROM (SELECT argMax(overrun_count, updated) AS n FROM ${state} WHERE hunt_id = {hunt:String})), 0`,
+      `INSERT INTO ${state} (hunt_id, overrun_count, too_aggressive, disabled_reason, disabled_at)
+       SELECT {hunt:String}, n + 1, aggressive, reason, at FROM (
+         SELECT argMax(overrun_count, updated) AS n, argMax(too_aggressive, updated) AS aggressive,
+                argMax(disabled_reason, updated) AS reason, argMax(disabled_at, updated) AS at
+         FROM ${state} WHERE hunt_id = {hunt:String})`,
       { hunt: huntId },
     );
   }

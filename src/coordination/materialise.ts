@@ -9,12 +9,51 @@ import { TABLES } from './tables.js';
  * hunt, a tombstone (`enabled = 0`, interval 0) for each enabled row whose hunt
  * left the config. Diff-aware, so a second run writes nothing. The plan is pure;
  * `materialise` reads the collapsed table, plans, and writes the plan's rows.
+ *
+ * One offset source (docs/smoothing.md): hunt_schedule.phase_offset is what
+ * runs. Materialise writes the hash for a new hunt or a changed interval, the
+ * pinned value where the file pins one, and otherwise KEEPS the offset in the
+ * table, so an offset the smoothing controller learned survives every
+ * re-materialise. An interval the controller backed off (a power-of-two
+ * multiple of the configured one, at most 8×, marked in hunt_state) is kept too.
  */
+export type OffsetSource = 'hash' | 'learned' | 'pinned';
+
 export interface ScheduleRow {
   readonly hunt_id: string;
   readonly interval_seconds: number;
   readonly phase_offset: number;
   readonly enabled: number;
+  readonly offset_source: OffsetSource;
+}
+
+/** The most an interval back-off multiplies the configured interval (docs/smoothing.md). */
+export const MAX_BACKOFF_FACTOR = 8;
+
+/** True when `effective` is the configured interval doubled 1..3 times. */
+export function isBackedOff(effective: number, configured: number): boolean {
+  for (let factor = 2; factor <= MAX_BACKOFF_FACTOR; factor *= 2) if (effective === configured * factor) return true;
+  return false;
+}
+
+function wantedRow(hunt: HuntSpec, now: ScheduleRow | undefined, backedOff: ReadonlySet<string>): ScheduleRow {
+  const base = { hunt_id: hunt.huntId, enabled: 1 };
+  const live = now?.enabled === 1 ? now : undefined;
+  const sameInterval =
+    live !== undefined &&
+    (live.interval_seconds === hunt.intervalSeconds || (backedOff.has(hunt.huntId) && isBackedOff(live.interval_seconds, hunt.intervalSeconds)));
+  const interval = sameInterval ? live.interval_seconds : hunt.intervalSeconds;
+  if (hunt.pinnedOffset !== undefined) {
+    // A pin is in seconds of the configured interval; a backed-off interval is a multiple, so it still fits.
+    return { ...base, interval_seconds: interval, phase_offset: hunt.pinnedOffset, offset_source: 'pinned' };
+  }
+  // Keep what the table says (hash or learned) unless the interval changed or a pin was just removed.
+  if (sameInterval && live.offset_source !== 'pinned') return live;
+  return { ...base, interval_seconds: hunt.intervalSeconds, phase_offset: hunt.phaseOffset, offset_source: 'hash' };
+}
+
+function sameRow(a: ScheduleRow, b: ScheduleRow): boolean {
+  return a.interval_seconds === b.interval_seconds && a.phase_offset === b.phase_offset && a.offset_source === b.offset_source;
 }
 
 export interface MaterialisePlan {
@@ -24,30 +63,40 @@ export interface MaterialisePlan {
   readonly added: number;
   readonly changed: number;
   readonly tombstoned: number;
+  /** Learned offsets that came back pinned at the same offset (an exported, committed promotion). */
+  readonly promoted: readonly string[];
 }
 
-export function planMaterialise(current: readonly ScheduleRow[], hunts: readonly HuntSpec[]): MaterialisePlan {
+export function planMaterialise(
+  current: readonly ScheduleRow[],
+  hunts: readonly HuntSpec[],
+  backedOff: ReadonlySet<string> = new Set(),
+): MaterialisePlan {
   const existing = new Map(current.map((row) => [row.hunt_id, row]));
   const wanted = new Set(hunts.map((h) => h.huntId));
   const writes: ScheduleRow[] = [];
   let added = 0;
   let changed = 0;
   let tombstoned = 0;
+  const promoted: string[] = [];
   for (const hunt of hunts) {
-    const row = { hunt_id: hunt.huntId, interval_seconds: hunt.intervalSeconds, phase_offset: hunt.phaseOffset, enabled: 1 };
     const now = existing.get(hunt.huntId);
+    const row = wantedRow(hunt, now, backedOff);
     if (!now || now.enabled !== 1) added += 1;
-    else if (now.interval_seconds !== row.interval_seconds || now.phase_offset !== row.phase_offset) changed += 1;
+    else if (!sameRow(now, row)) changed += 1;
     else continue;
+    if (now?.enabled === 1 && now.offset_source === 'learned' && row.offset_source === 'pinned' && now.phase_offset === row.phase_offset) {
+      promoted.push(hunt.huntId);
+    }
     writes.push(row);
   }
   for (const row of current) {
     if (row.enabled === 1 && !wanted.has(row.hunt_id)) {
-      writes.push({ hunt_id: row.hunt_id, interval_seconds: 0, phase_offset: 0, enabled: 0 });
+      writes.push({ hunt_id: row.hunt_id, interval_seconds: 0, phase_offset: 0, enabled: 0, offset_source: 'hash' });
       tombstoned += 1;
     }
   }
-  return { writes, live: hunts.length, added, changed, tombstoned };
+  return { writes, live: hunts.length, added, changed, tombstoned, promoted };
 }
 
 export function materialiseSummary(plan: MaterialisePlan, database: string): string {
@@ -57,12 +106,22 @@ export function materialiseSummary(plan: MaterialisePlan, database: string): str
   );
 }
 
-type RawScheduleRow = { hunt_id: string; interval_seconds: number | string; phase_offset: number | string; enabled: number | string };
+type RawScheduleRow = {
+  hunt_id: string;
+  interval_seconds: number | string;
+  phase_offset: number | string;
+  enabled: number | string;
+  offset_source: string;
+};
+
+function offsetSource(raw: string): OffsetSource {
+  return raw === 'learned' || raw === 'pinned' ? raw : 'hash';
+}
 
 export async function readSchedule(client: ClickHouseClient, database: string, settings: CoordinationSettings): Promise<ScheduleRow[]> {
   const rs = await client.query({
     query: `SELECT hunt_id, argMax(interval_seconds, updated) AS interval_seconds, argMax(phase_offset, updated) AS phase_offset,
-              argMax(enabled, updated) AS enabled
+              argMax(enabled, updated) AS enabled, argMax(offset_source, updated) AS offset_source
             FROM ${qualifiedTable(database, TABLES.schedule)} GROUP BY hunt_id ORDER BY hunt_id`,
     format: 'JSONEachRow',
     clickhouse_settings: settings.read,
@@ -73,6 +132,7 @@ export async function readSchedule(client: ClickHouseClient, database: string, s
     interval_seconds: Number(r.interval_seconds),
     phase_offset: Number(r.phase_offset),
     enabled: Number(r.enabled),
+    offset_source: offsetSource(r.offset_source),
   }));
 }
 
@@ -82,15 +142,26 @@ export async function materialise(
   hunts: readonly HuntSpec[],
   settings: CoordinationSettings,
 ): Promise<MaterialisePlan> {
-  const plan = planMaterialise(await readSchedule(client, database, settings), hunts);
+  const [current, backedOff] = await Promise.all([readSchedule(client, database, settings), readBackedOff(client, database, settings)]);
+  const plan = planMaterialise(current, hunts, backedOff);
   if (plan.writes.length > 0) {
     await client.insert({
       table: `${quoteDatabase(database)}.${TABLES.schedule}`,
       values: [...plan.writes],
-      columns: ['hunt_id', 'interval_seconds', 'phase_offset', 'enabled'],
+      columns: ['hunt_id', 'interval_seconds', 'phase_offset', 'enabled', 'offset_source'],
       format: 'JSONEachRow',
       clickhouse_settings: settings.write,
     });
   }
   return plan;
+}
+
+/** Hunts whose newest hunt_state row says the controller backed their interval off (`too_aggressive = 1`). */
+export async function readBackedOff(client: ClickHouseClient, database: string, settings: CoordinationSettings): Promise<Set<string>> {
+  const rs = await client.query({
+    query: `SELECT hunt_id FROM ${qualifiedTable(database, TABLES.state)} GROUP BY hunt_id HAVING argMax(too_aggressive, updated) = 1`,
+    format: 'JSONEachRow',
+    clickhouse_settings: settings.read,
+  });
+  return new Set((await rs.json<{ hunt_id: string }>()).map((r) => r.hunt_id));
 }

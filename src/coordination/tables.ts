@@ -21,12 +21,73 @@ export const RUN_STATUS = Object.freeze({
   failed: 'failed',
 });
 
-interface TableDef {
+/**
+ * A column this project adds to an original table (docs/tables.md).
+ * New tables get it in CREATE; a table the original created gets it from
+ * `ALTER TABLE … ADD COLUMN IF NOT EXISTS`, and its old rows read the default.
+ */
+export interface AddedColumn {
   readonly name: string;
+  readonly type: string;
+  /** A constant SQL default, so old rows read back a known value. */
+  readonly default: string;
+}
+
+/** A data-skipping index this project adds (CREATE, or `ADD INDEX IF NOT EXISTS`). */
+export interface AddedIndex {
+  readonly name: string;
+  readonly expr: string;
+  readonly type: string;
+  readonly granularity: number;
+}
+
+/** Settings the DDL depends on (docs/tables.md). */
+export interface SchemaOptions {
+  /** hunt_run TTL in days (`DFE_HUNT_RUN_RETENTION_DAYS`). */
+  readonly runRetentionDays: number;
+}
+
+export const DEFAULT_SCHEMA_OPTIONS: SchemaOptions = Object.freeze({ runRetentionDays: 90 });
+
+export interface TableDef {
+  readonly name: string;
+  /** The original's columns, exactly as it creates them. */
   readonly columns: string;
+  /** Columns added since, in order; always appended after `columns`. */
+  readonly added?: readonly AddedColumn[];
+  readonly indexes?: readonly AddedIndex[];
   readonly version: string;
   readonly orderBy: string;
+  /** The original's TTL, part of CREATE only. */
   readonly ttl?: string;
+  /**
+   * A TTL this project sets, from settings: in CREATE, and by `MODIFY TTL` on a
+   * table whose TTL differs (the original's hunt_run has none).
+   */
+  readonly managedTtl?: (options: SchemaOptions) => string;
+}
+
+function columnDdl(c: AddedColumn): string {
+  return `${c.name} ${c.type} DEFAULT ${c.default}`;
+}
+
+function indexDdl(i: AddedIndex): string {
+  return `INDEX ${i.name} ${i.expr} TYPE ${i.type} GRANULARITY ${i.granularity}`;
+}
+
+/** Every column (and index) of a table as CREATE writes it: the original's, then the added ones. */
+export function allColumns(def: TableDef): string {
+  return [def.columns, ...(def.added ?? []).map(columnDdl), ...(def.indexes ?? []).map(indexDdl)].join(', ');
+}
+
+/**
+ * hunt_run's retention, written the way the server renders it back in
+ * system.tables (`toIntervalDay(n)`), so applySchema can tell it is already set.
+ */
+export function runTtl(options: SchemaOptions): string {
+  const days = options.runRetentionDays;
+  if (!Number.isSafeInteger(days) || days < 1) throw new RangeError(`runRetentionDays must be a whole number ≥ 1, got ${days}`);
+  return `toDateTime(updated) + toIntervalDay(${days})`;
 }
 
 const UPDATED = 'updated DateTime64(3) DEFAULT now64(3)';
@@ -35,6 +96,11 @@ export const TABLE_DEFS: readonly TableDef[] = Object.freeze([
   {
     name: TABLES.schedule,
     columns: `hunt_id String, interval_seconds Int64, phase_offset Int64, enabled UInt8 DEFAULT 1, ${UPDATED}`,
+    // Load smoothing (docs/tables.md): where phase_offset came from and when it last moved.
+    added: [
+      { name: 'offset_source', type: 'LowCardinality(String)', default: "'hash'" },
+      { name: 'moved_at', type: 'DateTime64(3)', default: '0' },
+    ],
     version: 'updated',
     orderBy: 'hunt_id',
   },
@@ -48,14 +114,30 @@ export const TABLE_DEFS: readonly TableDef[] = Object.freeze([
   {
     name: TABLES.state,
     columns: `hunt_id String, overrun_count Int64, too_aggressive UInt8, ${UPDATED}`,
+    // Auto-disable (docs/tables.md): a non-empty reason on the newest row keeps the hunt from being due.
+    added: [
+      { name: 'disabled_reason', type: 'String', default: "''" },
+      { name: 'disabled_at', type: 'DateTime64(3)', default: '0' },
+    ],
     version: 'updated',
     orderBy: 'hunt_id',
   },
   {
     name: TABLES.run,
     columns: `hunt_id String, fire Int64, status String, rows_written Int64, ${UPDATED}`,
+    // Per-run cost (docs/tables.md), 0 where the server's summary did not carry it.
+    added: [
+      { name: 'duration_ms', type: 'Int64', default: '0' },
+      { name: 'cpu_us', type: 'Int64', default: '0' },
+      { name: 'memory_bytes', type: 'Int64', default: '0' },
+      { name: 'error_code', type: 'Int32', default: '0' },
+    ],
+    // The due query reads only `requested` rows; granules without one are skipped,
+    // so the run-now lookup costs next to nothing when there are no requests.
+    indexes: [{ name: 'status_set', expr: 'status', type: 'set(8)', granularity: 1 }],
     version: 'updated',
     orderBy: '(hunt_id, fire)',
+    managedTtl: runTtl,
   },
   {
     name: TABLES.heartbeat,
@@ -72,6 +154,10 @@ export type ResolvedTopology =
   | { readonly kind: 'replicated-database' }
   | { readonly kind: 'cluster'; readonly cluster: string };
 
+/** Replication path and replica name of the coordination tables on a macro-configured cluster. */
+export const CLUSTER_ZK_PATH = '/clickhouse/tables/dfe_coordination/{database}/{table}';
+export const CLUSTER_REPLICA_NAME = '{shard}-{replica}';
+
 function engine(def: TableDef, topology: ResolvedTopology): string {
   switch (topology.kind) {
     case 'single':
@@ -80,7 +166,11 @@ function engine(def: TableDef, topology: ResolvedTopology): string {
       // A Replicated database supplies the ZooKeeper path and replica name itself.
       return `ReplicatedReplacingMergeTree(${def.version})`;
     case 'cluster':
-      return `ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', ${def.version})`;
+      // ONE replication group across the whole cluster (docs/tables.md "Topology"):
+      // no {shard} in the path, so every replica of every shard holds the same
+      // coordination rows; the replica name must then be unique cluster-wide,
+      // which {replica} alone need not be (r1 on every shard), so it is {shard}-{replica}.
+      return `ReplicatedReplacingMergeTree('${CLUSTER_ZK_PATH}', '${CLUSTER_REPLICA_NAME}', ${def.version})`;
   }
 }
 
@@ -92,15 +182,64 @@ export function createDatabaseDdl(database: string, topology: ResolvedTopology):
   return `CREATE DATABASE IF NOT EXISTS ${quoteDatabase(database)}${onCluster(topology)}`;
 }
 
-export function createTableDdl(database: string, def: TableDef, topology: ResolvedTopology): string {
-  const ttl = def.ttl ? ` TTL ${def.ttl}` : '';
+export function createTableDdl(
+  database: string,
+  def: TableDef,
+  topology: ResolvedTopology,
+  options: SchemaOptions = DEFAULT_SCHEMA_OPTIONS,
+): string {
+  const ttlExpr = def.managedTtl?.(options) ?? def.ttl;
+  const ttl = ttlExpr ? ` TTL ${ttlExpr}` : '';
   return (
-    `CREATE TABLE IF NOT EXISTS ${qualifiedTable(database, def.name)}${onCluster(topology)} (${def.columns}) ` +
+    `CREATE TABLE IF NOT EXISTS ${qualifiedTable(database, def.name)}${onCluster(topology)} (${allColumns(def)}) ` +
     `ENGINE = ${engine(def, topology)} ORDER BY ${def.orderBy}${ttl}`
   );
 }
 
-/** Every statement `schema --apply` runs, in order; each is idempotent. */
-export function schemaDdl(database: string, topology: ResolvedTopology): string[] {
-  return [createDatabaseDdl(database, topology), ...TABLE_DEFS.map((def) => createTableDdl(database, def, topology))];
+/**
+ * Brings a table the original created up to date: one `ADD COLUMN IF NOT EXISTS`
+ * per added column and `ADD INDEX IF NOT EXISTS` per added index, in one ALTER
+ * (none when the table adds nothing). A no-op on a table CREATE just made or a
+ * second run. An added index covers parts written from then on; older parts are
+ * read whole until merges rewrite them or the TTL drops them.
+ */
+export function addColumnsDdl(database: string, def: TableDef, topology: ResolvedTopology): string | undefined {
+  const adds = [
+    ...(def.added ?? []).map((c) => `ADD COLUMN IF NOT EXISTS ${columnDdl(c)}`),
+    ...(def.indexes ?? []).map((i) => `ADD ${indexDdl(i).replace(/^INDEX /, 'INDEX IF NOT EXISTS ')}`),
+  ];
+  if (!adds.length) return undefined;
+  return `ALTER TABLE ${qualifiedTable(database, def.name)}${onCluster(topology)} ${adds.join(', ')}`;
+}
+
+/** One step of `schema --apply`. */
+export interface SchemaStep {
+  readonly query: string;
+  /**
+   * Set on a `MODIFY TTL`: the table and TTL it sets. MODIFY TTL rewrites the
+   * table's parts, so applySchema runs it only when the table's TTL differs.
+   */
+  readonly ttl?: { readonly table: string; readonly expr: string };
+}
+
+export function schemaSteps(database: string, topology: ResolvedTopology, options: SchemaOptions = DEFAULT_SCHEMA_OPTIONS): SchemaStep[] {
+  const steps: SchemaStep[] = [{ query: createDatabaseDdl(database, topology) }];
+  for (const def of TABLE_DEFS) {
+    steps.push({ query: createTableDdl(database, def, topology, options) });
+    const alter = addColumnsDdl(database, def, topology);
+    if (alter) steps.push({ query: alter });
+    if (def.managedTtl) {
+      const expr = def.managedTtl(options);
+      steps.push({
+        query: `ALTER TABLE ${qualifiedTable(database, def.name)}${onCluster(topology)} MODIFY TTL ${expr}`,
+        ttl: { table: def.name, expr },
+      });
+    }
+  }
+  return steps;
+}
+
+/** Every statement `schema --apply` runs (or finds already true), in order; `--print` shows them. */
+export function schemaDdl(database: string, topology: ResolvedTopology, options: SchemaOptions = DEFAULT_SCHEMA_OPTIONS): string[] {
+  return schemaSteps(database, topology, options).map((s) => s.query);
 }

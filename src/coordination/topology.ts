@@ -1,7 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { ClickHouseSettings } from '@clickhouse/client';
 import type { Topology } from '../config/load.js';
-import { schemaDdl, type ResolvedTopology } from './tables.js';
+import { DEFAULT_SCHEMA_OPTIONS, schemaSteps, type ResolvedTopology, type SchemaOptions } from './tables.js';
 
 /**
  * Topology `auto` (docs/tables.md#topology): a Replicated database → replicated tables in it;
@@ -47,9 +47,33 @@ export function coordinationSettings(topology: ResolvedTopology): CoordinationSe
   };
 }
 
-/** Runs every DDL statement; each is `IF NOT EXISTS`, so a second run changes nothing. */
-export async function applySchema(client: ClickHouseClient, database: string, topology: ResolvedTopology): Promise<string[]> {
-  const statements = schemaDdl(database, topology);
-  for (const query of statements) await client.command({ query });
-  return statements;
+/** The table's TTL as the server renders it, or '' when it has none. */
+async function currentTtl(client: ClickHouseClient, database: string, table: string): Promise<string | undefined> {
+  const rs = await client.query({
+    query: 'SELECT engine_full FROM system.tables WHERE database = {db:String} AND name = {table:String}',
+    query_params: { db: database, table },
+    format: 'JSONEachRow',
+  });
+  const [row] = await rs.json<{ engine_full: string }>();
+  if (!row) return undefined;
+  return /\bTTL (.+?)(?: SETTINGS |$)/.exec(row.engine_full)?.[1]?.trim() ?? '';
+}
+
+/**
+ * Runs every DDL step; each is idempotent: CREATE and ADD … IF NOT EXISTS by
+ * themselves, MODIFY TTL because it runs only when the table's TTL differs
+ * (it would rewrite the table's parts every time). Returns every statement.
+ */
+export async function applySchema(
+  client: ClickHouseClient,
+  database: string,
+  topology: ResolvedTopology,
+  options: SchemaOptions = DEFAULT_SCHEMA_OPTIONS,
+): Promise<string[]> {
+  const steps = schemaSteps(database, topology, options);
+  for (const step of steps) {
+    if (step.ttl && (await currentTtl(client, database, step.ttl.table)) === step.ttl.expr) continue;
+    await client.command({ query: step.query });
+  }
+  return steps.map((s) => s.query);
 }

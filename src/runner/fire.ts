@@ -2,7 +2,7 @@ import type { Clock } from '../clock.js';
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { claimFires, type ClaimOutcome, type ClaimTiming } from '../coordination/claim.js';
-import type { Coordinator } from '../coordination/coordinator.js';
+import type { Coordinator, RunRowCost } from '../coordination/coordinator.js';
 import { executeFire, runSettingKeys } from './statements.js';
 import type { ClaimMetricOutcome, RunnerMetrics, RunOutcome } from './metrics.js';
 import type { PlannedRun } from '../schedule/plan.js';
@@ -46,6 +46,21 @@ export interface FireContext {
   readonly signal: AbortSignal;
   /** Called when a claim is won and its run starts (the runner tracks overruns from here). */
   readonly onRunStart?: (huntId: string) => void;
+  /** Called after a finished run's rows are written (escalation: auto-disable, docs/smoothing.md). Must not throw. */
+  readonly onRunFinished?: (event: FinishedRun) => Promise<void>;
+}
+
+export interface FinishedRun {
+  readonly huntId: string;
+  readonly fire: number;
+  readonly outcome: RunOutcome;
+  readonly cost: RunRowCost;
+}
+
+/** ClickHouse's numeric error code of a failed statement (ClickHouseError.code is a string), else 0. */
+export function clickHouseErrorCode(err: unknown): number {
+  const code = Number((err as { code?: unknown } | null)?.code);
+  return Number.isSafeInteger(code) && code > 0 ? code : 0;
 }
 
 /**
@@ -113,7 +128,7 @@ async function afterClaim(ctx: FireContext, planned: PlannedRun, claim: ClaimOut
     }
     claimed(ctx, planned, 'won');
     ctx.onRunStart?.(spec.huntId);
-    await runClaimedFire(ctx, planned, runWindow(fire, claim.watermark, spec.intervalSeconds), log);
+    await runClaimedFire(ctx, planned, runWindow(fire, claim.watermark, planned.intervalSeconds), log);
   } catch (err) {
     if (!ctx.signal.aborted) log.warn({ err: describeError(err) }, 'run could not start or finish; its lease expires on its own');
   }
@@ -132,14 +147,19 @@ async function runClaimedFire(ctx: FireContext, planned: PlannedRun, window: Run
   const stopRenewal = startRenewal(ctx, huntId, fire);
   const startedMs = ctx.clock.nowMs();
   let session: StatementSession | undefined;
+  let finished: FinishedRun | undefined;
   let outcome: RunOutcome = 'succeeded';
   let rowsWritten = 0;
+  let elapsedMs: number | undefined;
+  let memoryBytes = 0;
+  let errorCode = 0;
   try {
     // Inside the try: a session that cannot be opened must stop the renewal too.
     const own = (session = await ctx.sessions.acquire());
     const coord = ctx.coord.withClient(own.client);
+    const statementsStartedMs = ctx.clock.nowMs();
     try {
-      ({ rowsWritten } = await ctx.sessions.runStatements(() =>
+      ({ rowsWritten, elapsedMs, memoryBytes } = await ctx.sessions.runStatements(() =>
         executeFire(own.client, spec, fire, window, {
           signal: ctx.signal,
           onStatement: (index) => ctx.events.statement?.({ runnerId: ctx.runnerId, huntId, fire, index }),
@@ -148,8 +168,10 @@ async function runClaimedFire(ctx: FireContext, planned: PlannedRun, window: Run
     } catch (err) {
       if (ctx.signal.aborted) return;
       outcome = 'failed';
+      errorCode = clickHouseErrorCode(err);
       log.error({ err: describeError(err), file: spec.file }, 'hunt run failed; the fire stays owed');
     }
+    const statementsMs = ctx.clock.nowMs() - statementsStartedMs;
     // The hunt's settings must not ride along on the coordination writes below.
     await ctx.sessions.reset(own, runSettingKeys(spec));
     // Order matters: the watermark before the release, so a peer that claims
@@ -157,11 +179,16 @@ async function runClaimedFire(ctx: FireContext, planned: PlannedRun, window: Run
     if (outcome === 'succeeded') await coord.setWatermark(huntId, fire);
     await stopRenewal();
     await coord.putLease(huntId, ctx.runnerId, fire, 'release');
-    await coord.runRow(huntId, fire, outcome === 'succeeded' ? RUN_STATUS.succeeded : RUN_STATUS.failed, rowsWritten);
+    // Duration: the summaries' elapsed time where they carry it, else the wall time of the statements.
+    const durationMs = Math.round(elapsedMs ?? statementsMs);
+    const cost: RunRowCost = { durationMs, cpuUs: 0, memoryBytes, errorCode };
+    await coord.runRow(huntId, fire, outcome === 'succeeded' ? RUN_STATUS.succeeded : RUN_STATUS.failed, rowsWritten, cost);
+    finished = { huntId, fire, outcome, cost };
   } finally {
     await stopRenewal();
     if (session && !ctx.signal.aborted) await ctx.sessions.release(session, runSettingKeys(spec));
   }
+  if (finished && ctx.onRunFinished && !ctx.signal.aborted) await ctx.onRunFinished(finished);
   ctx.metrics.runs.inc({ hunt_id: huntId, outcome });
   ctx.metrics.runDuration.observe((ctx.clock.nowMs() - startedMs) / 1000);
   ctx.events.run?.({ runnerId: ctx.runnerId, huntId, fire, outcome, window });

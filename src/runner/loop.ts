@@ -10,10 +10,12 @@ import { huntsDirSignature, loadHuntsDir, logHuntSet } from '../schedule/hunt-fi
 import { materialise, materialiseSummary } from '../coordination/materialise.js';
 import type { RunnerMetrics } from './metrics.js';
 import { overrunFire, planTick, type PlannedRun } from '../schedule/plan.js';
-import { claimAndRun, type RunnerEvents, type TickRecord } from './fire.js';
+import { claimAndRun, type FinishedRun, type RunnerEvents, type TickRecord } from './fire.js';
 import { coordinationSettings, resolveTopology } from '../coordination/topology.js';
 import type { SessionPool } from './statement-sessions.js';
 import type { HuntSpec } from '../schedule/hunt-spec.js';
+import { Escalation } from './smoothing/escalation.js';
+import { SmoothingController, type CycleOutcome } from './smoothing/controller.js';
 
 /** Every ClickHouse call of a runner listens on one signal; many run at once. */
 function abortController(): AbortController {
@@ -21,6 +23,8 @@ function abortController(): AbortController {
   setMaxListeners(0, controller.signal);
   return controller;
 }
+
+const DISABLED_GAUGE_REFRESH_MS = 60_000;
 
 export type ClickHouseState = 'unknown' | 'up' | 'down';
 
@@ -40,6 +44,8 @@ export interface RunnerDeps {
 
 interface InFlight {
   readonly fire: number;
+  /** hunt_schedule's interval and offset when the run was planned (for overruns). */
+  readonly schedule: { readonly intervalSeconds: number; readonly phaseOffset: number };
   readonly done: Promise<void>;
   /** The claim was won: this runner holds the lease and runs the fire. */
   running: boolean;
@@ -57,6 +63,10 @@ export class Runner {
   private signature = '';
   private needsMaterialise = true;
   private coord: Coordinator | undefined;
+  private escalation: Escalation | undefined;
+  private controller: SmoothingController | undefined;
+  private lastPlan: Promise<CycleOutcome | undefined> = Promise.resolve(undefined);
+  private gaugeRefreshedMs = Number.NEGATIVE_INFINITY;
   private readonly inFlight = new Map<string, InFlight>();
   private readonly abort = abortController();
   private chState: ClickHouseState = 'unknown';
@@ -102,6 +112,29 @@ export class Runner {
     const time: CoordinationTime = this.deps.time === 'clock' ? { kind: 'clock', clock: this.deps.clock } : { kind: 'server' };
     const serverTime = new ServerTime(time, this.deps.clock);
     this.coord = new Coordinator(client, clickhouse.dataDatabase, coordinationSettings(topology), serverTime, this.abort.signal);
+    this.escalation = new Escalation({
+      client,
+      database: clickhouse.dataDatabase,
+      settings: this.coord.settings,
+      config: this.deps.settings.autoDisable,
+      metrics: this.deps.metrics.smoothing,
+      log: this.deps.log,
+      costWindowSeconds: this.deps.settings.smoothing.costWindowSeconds,
+    });
+    if (this.deps.settings.smoothing.enabled) {
+      this.controller = new SmoothingController({
+        client,
+        database: clickhouse.dataDatabase,
+        settings: this.coord.settings,
+        config: this.deps.settings.smoothing,
+        escalation: this.escalation,
+        metrics: this.deps.metrics.smoothing,
+        log: this.deps.log,
+        runnerId: this.deps.runnerId,
+        timing: this.claimTiming(),
+        configuredInterval: (huntId) => this.hunts.get(huntId)?.intervalSeconds,
+      });
+    }
     return this.coord;
   }
 
@@ -110,6 +143,7 @@ export class Runner {
     const hunts = [...this.hunts.values()];
     const plan = await materialise(this.deps.client, coord.database, hunts, coord.settings);
     this.needsMaterialise = false;
+    for (const huntId of plan.promoted) this.deps.metrics.smoothing.promotions.inc({ hunt_id: huntId });
     this.deps.log.info({ added: plan.added, changed: plan.changed, tombstoned: plan.tombstoned }, materialiseSummary(plan, coord.database));
   }
 
@@ -150,6 +184,9 @@ export class Runner {
       this.countOverruns(coord, snapshot.serverNow);
       const plan = planTick(snapshot, this.hunts, new Set(this.inFlight.keys()), this.deps.settings.cap, this.deps.runnerId);
       this.start(coord, plan.start);
+      this.refreshDisabledGauge();
+      // Off by default; in the background, so planning never delays a tick's runs.
+      if (this.controller) this.lastPlan = this.controller.maybePlan(coord, snapshot.serverNow);
       record = {
         runnerId: this.deps.runnerId,
         serverNow: snapshot.serverNow,
@@ -167,28 +204,50 @@ export class Runner {
     return record;
   }
 
-  private start(coord: Coordinator, batch: readonly PlannedRun[]): void {
-    if (batch.length === 0) return;
-    const { runnerId, sessions, clock, metrics, log, events, settings } = this.deps;
-    const timing = {
+  /** dfe_hunt_autodisabled follows hunt_state (any runner may disable), at most once a minute. */
+  private refreshDisabledGauge(): void {
+    const nowMs = this.deps.clock.nowMs();
+    if (!this.escalation || nowMs - this.gaugeRefreshedMs < DISABLED_GAUGE_REFRESH_MS) return;
+    this.gaugeRefreshedMs = nowMs;
+    this.escalation.refreshGauge().catch((err: unknown) => {
+      if (!this.abort.signal.aborted) this.deps.log.warn({ err: describeError(err) }, 'could not read auto-disabled hunts');
+    });
+  }
+
+  /** The smoothing cycle this runner started last (tests wait for it). */
+  lastPlanningCycle(): Promise<CycleOutcome | undefined> {
+    return this.lastPlan;
+  }
+
+  private claimTiming() {
+    const { sessions, clock, settings } = this.deps;
+    return {
       leaseSeconds: settings.leaseSeconds,
       settleMs: settings.settleMs,
       clock,
       sleep: this.deps.sleep,
       claimStart: <T>(fn: () => Promise<T>) => sessions.claimStart(fn),
     };
+  }
+
+  private start(coord: Coordinator, batch: readonly PlannedRun[]): void {
+    if (batch.length === 0) return;
+    const { runnerId, sessions, clock, metrics, log, events } = this.deps;
+    const timing = this.claimTiming();
     const onRunStart = (huntId: string) => {
       const entry = this.inFlight.get(huntId);
       if (entry) entry.running = true;
     };
-    const ctx = { runnerId, coord, sessions, timing, clock, metrics, log, events, signal: this.abort.signal, onRunStart };
+    const escalation = this.escalation;
+    const onRunFinished = async (run: FinishedRun) => escalation?.afterRun(run.huntId, run.cost.errorCode);
+    const ctx = { runnerId, coord, sessions, timing, clock, metrics, log, events, signal: this.abort.signal, onRunStart, onRunFinished };
     const runs = claimAndRun(ctx, batch);
     for (const planned of batch) {
       const huntId = planned.spec.huntId;
       // A freed slot is filled at the next tick, not at once: one claim batch per
       // tick keeps coordination cheap (refilling slot by slot was measured slower).
       const done = (runs.get(huntId) ?? Promise.resolve()).finally(() => this.inFlight.delete(huntId));
-      this.inFlight.set(huntId, { fire: planned.fire, done, running: false, overrunCountedThrough: planned.fire });
+      this.inFlight.set(huntId, { fire: planned.fire, schedule: planned, done, running: false, overrunCountedThrough: planned.fire });
     }
   }
 
@@ -201,8 +260,7 @@ export class Runner {
   private countOverruns(coord: Coordinator, serverNow: number): void {
     for (const [huntId, run] of this.inFlight) {
       if (!run.running) continue;
-      const spec = this.hunts.get(huntId);
-      const newer = spec ? overrunFire(spec, run.fire, serverNow) : undefined;
+      const newer = overrunFire(run.schedule, run.fire, serverNow);
       if (newer === undefined || newer <= run.overrunCountedThrough) continue;
       run.overrunCountedThrough = newer;
       this.deps.metrics.overruns.inc();

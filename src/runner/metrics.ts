@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { SmoothingMetrics } from '../smoothing/metrics.js';
 
 /**
  * The runner's metrics (docs/runner.md#probes-and-metrics). Label names are static; the only label
@@ -18,6 +19,62 @@ export interface RunnerMetrics {
   readonly tickDuration: Histogram;
   readonly fireLateness: Histogram;
   readonly specErrors: Counter;
+  readonly smoothing: SmoothingMetrics;
+}
+
+/** Load smoothing and escalation metrics (docs/smoothing.md): their interface lives with the smoothing code. */
+function smoothingMetrics(registers: Registry[]): SmoothingMetrics {
+  const hunt = ['hunt_id'] as const;
+  const stat = ['stat'] as const;
+  return {
+    phaseShifts: new Counter({ name: 'dfe_hunt_phase_shift_total', help: 'Phase moves the smoothing controller committed.', labelNames: hunt, registers }),
+    phaseOffset: new Gauge({ name: 'dfe_hunt_phase_offset', help: 'hunt_schedule.phase_offset (seconds into the period).', labelNames: hunt, registers }),
+    intervalBackoffs: new Counter({
+      name: 'dfe_hunt_interval_backoff_total',
+      help: 'Interval back-offs: p95 duration over the interval doubled the effective interval.',
+      labelNames: hunt,
+      registers,
+    }),
+    intervalSeconds: new Gauge({ name: 'dfe_hunt_interval_seconds', help: 'Effective interval in hunt_schedule (after back-off).', labelNames: hunt, registers }),
+    promotions: new Counter({
+      name: 'dfe_hunt_schedule_promotions_total',
+      help: 'Learned offsets that came back pinned in the hunt file (exported and committed) at materialise.',
+      labelNames: hunt,
+      registers,
+    }),
+    autoDisabled: new Gauge({
+      name: 'dfe_hunt_autodisabled',
+      help: '1 while a hunt is auto-disabled, by reason; lifted only by `dfe-hunt-runner enable <hunt>`.',
+      labelNames: ['hunt_id', 'reason'] as const,
+      registers,
+    }),
+    costCpuUs: new Gauge({ name: 'dfe_hunt_cost_cpu_us', help: 'p95 CPU time of a run (µs) over the cost window.', labelNames: hunt, registers }),
+    costMemBytes: new Gauge({ name: 'dfe_hunt_cost_mem_bytes', help: 'p95 peak memory of a run (bytes) over the cost window.', labelNames: hunt, registers }),
+    costDurationMs: new Gauge({ name: 'dfe_hunt_cost_duration_ms', help: 'p95 duration of a run (ms) over the cost window.', labelNames: hunt, registers }),
+    loadCpu: new Gauge({ name: 'dfe_hunt_load_cpu', help: 'CPU curve C(b)/C_cap over the hyperperiod: peak, mean, flatness.', labelNames: stat, registers }),
+    loadMem: new Gauge({ name: 'dfe_hunt_load_mem', help: 'Memory curve M(b)/M_cap over the hyperperiod: peak, mean, flatness.', labelNames: stat, registers }),
+    loadPressure: new Gauge({ name: 'dfe_hunt_load_pressure', help: 'Pressure curve P(b): peak, mean, flatness.', labelNames: stat, registers }),
+    objective: new Gauge({ name: 'dfe_hunt_smoothing_objective', help: 'J = Σ P(b)² after the last planning cycle (never rises).', registers }),
+    flatness: new Gauge({ name: 'dfe_hunt_smoothing_flatness', help: 'max P / mean P after the last planning cycle (1 = flat).', registers }),
+    memLimit: new Counter({
+      name: 'dfe_hunt_mem_limit_total',
+      help: 'Runs that failed with MEMORY_LIMIT_EXCEEDED (ClickHouse code 241).',
+      labelNames: hunt,
+      registers,
+    }),
+    memLimitCrashloops: new Counter({
+      name: 'dfe_hunt_mem_limit_crashloop_total',
+      help: 'Hunts auto-disabled for K code-241 failures within the window.',
+      labelNames: hunt,
+      registers,
+    }),
+    thresholdBreaches: new Counter({
+      name: 'dfe_hunt_threshold_breach_total',
+      help: 'Opt-in ceilings (p95 memory, CPU, duration) a hunt crossed; each disables it.',
+      labelNames: ['hunt_id', 'resource'] as const,
+      registers,
+    }),
+  };
 }
 
 const SECONDS_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 3600];
@@ -68,5 +125,6 @@ export function createRunnerMetrics(registry = new Registry()): RunnerMetrics {
       help: 'Hunt definition files skipped as invalid, counted at each load.',
       registers,
     }),
+    smoothing: smoothingMetrics(registers),
   };
 }

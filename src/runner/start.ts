@@ -10,6 +10,7 @@ import { createRunnerMetrics, type RunnerMetrics } from './metrics.js';
 import type { RunnerEvents, TickRecord } from './fire.js';
 import { Runner } from './loop.js';
 import { embeddedSessionPool, sharedSessionPool } from './statement-sessions.js';
+import type { CycleOutcome } from './smoothing/controller.js';
 
 /**
  * `startRunner`: the hunt runner as a library, for the CLI and the all-in-one
@@ -45,6 +46,8 @@ export interface RunnerHandle {
   readonly metricsUrl: string | undefined;
   /** One tick now (tests and tools; the loop calls it on its own). */
   tick(): Promise<TickRecord | undefined>;
+  /** The smoothing cycle the last tick started, if any (docs/smoothing.md). */
+  lastPlanningCycle(): Promise<CycleOutcome | undefined>;
   /** Resolves when no run is in flight. */
   idle(): Promise<void>;
   /** Stops ticking, waits for in-flight runs to finish and release, closes what it opened. */
@@ -127,6 +130,7 @@ export async function startRunner(options: StartRunnerOptions): Promise<RunnerHa
     metrics,
     metricsUrl: server?.url,
     tick: () => runner.tick(),
+    lastPlanningCycle: () => runner.lastPlanningCycle(),
     idle: () => runner.idle(),
     stop() {
       stopped ??= (async () => {
@@ -135,6 +139,7 @@ export async function startRunner(options: StartRunnerOptions): Promise<RunnerHa
         await looping;
         runner.halt();
         await runner.idle();
+        await runner.lastPlanningCycle();
         await server?.close();
         await sessions.close();
         log.info({ runner: runnerId }, 'runner stopped');

@@ -32,14 +32,37 @@ export interface ExecuteOptions {
   readonly onStatement?: (index: number) => void;
 }
 
+/**
+ * What one run cost, from ClickHouse's response summary (docs/smoothing.md, cost
+ * model). `elapsed_ns` is summed over the statements; `memory_usage` (peak bytes)
+ * is read where the server's X-ClickHouse-Summary carries it (recent servers; the
+ * embedded engine's summary has elapsed_ns only). No summary carries CPU time: 0
+ * means "unknown" and the cost model takes duration × 1 core.
+ */
+export interface RunCost {
+  readonly rowsWritten: number;
+  /** Summed elapsed_ns of the statements, in ms; undefined when no summary carried it. */
+  readonly elapsedMs: number | undefined;
+  readonly memoryBytes: number;
+}
+
+type Summary = Record<string, string | undefined> | undefined;
+
+function summaryNumber(summary: Summary, key: string): number {
+  const value = Number(summary?.[key] ?? 0);
+  return Number.isFinite(value) && value > 0 ? value : 0;
+}
+
 export async function executeFire(
   client: ClickHouseClient,
   spec: HuntSpec,
   fire: number,
   window: RunWindow,
   options: ExecuteOptions = {},
-): Promise<{ rowsWritten: number }> {
+): Promise<RunCost> {
   let rowsWritten = 0;
+  let elapsedNs = 0;
+  let memoryBytes = 0;
   for (const [index, statement] of spec.statements.entries()) {
     options.signal?.throwIfAborted();
     options.onStatement?.(index);
@@ -52,6 +75,9 @@ export async function executeFire(
       ...(options.signal ? { abort_signal: options.signal } : {}),
     });
     rowsWritten += Number(result.summary?.written_rows ?? 0) || 0;
+    const summary = result.summary as Summary;
+    elapsedNs += summaryNumber(summary, 'elapsed_ns');
+    memoryBytes = Math.max(memoryBytes, summaryNumber(summary, 'memory_usage'));
   }
-  return { rowsWritten };
+  return { rowsWritten, elapsedMs: elapsedNs > 0 ? elapsedNs / 1e6 : undefined, memoryBytes };
 }

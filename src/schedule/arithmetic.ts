@@ -60,6 +60,12 @@ export interface HuntCoordinationState {
   readonly leaseUntil: number | null;
   /** Fires of pending run-now requests. */
   readonly requestedFires?: readonly number[];
+  /**
+   * `disabled_reason` of the newest hunt_state row ('' or absent = not disabled).
+   * An auto-disabled hunt is never due, neither its schedule nor a run-now, until
+   * `enable` writes a newer row with an empty reason (docs/tables.md).
+   */
+  readonly disabledReason?: string;
 }
 
 export type DueDecision =
@@ -73,11 +79,13 @@ function owed(fire: number, watermark: number | null): boolean {
 }
 
 /**
- * The due predicate (docs/schedule.md#due, docs/tables.md#the-due-rule): the scheduled fire is owed and the lease is
- * free; else the newest pending run-now request (fire ≤ now, above the watermark)
+ * The due predicate (docs/schedule.md#due, docs/tables.md#the-due-rule): a hunt that is not
+ * auto-disabled is due when the scheduled fire is owed and the lease is free; else the newest
+ * pending run-now request (fire ≤ now, above the watermark)
  * is owed and the lease is free. The SQL in due-sql.ts implements exactly this.
  */
 export function dueDecision(state: HuntCoordinationState, nowSeconds: number): DueDecision {
+  if (state.disabledReason) return NOT_DUE;
   if (state.leaseUntil !== null && state.leaseUntil > nowSeconds) return NOT_DUE;
   const fire = latestFire(nowSeconds, state.intervalSeconds, state.phaseOffset);
   if (owed(fire, state.watermark)) return { due: true, fire, requested: false };

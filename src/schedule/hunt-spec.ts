@@ -2,7 +2,7 @@ import { basename, extname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { quoteColumn } from '../clickhouse/identifiers.js';
-import { describeError } from '../errors.js';
+import { describeError, showValue } from '../errors.js';
 import { parseInterval } from './interval.js';
 import { assertHuntId, phaseOffset } from './arithmetic.js';
 import { compileStatement, type CompiledStatement } from './window.js';
@@ -16,7 +16,13 @@ export interface HuntSpec {
   readonly huntId: string;
   readonly file: string;
   readonly intervalSeconds: number;
+  /**
+   * The offset a fresh row gets: the pinned one when the file pins it, else the
+   * §7.1 hash. What actually runs is hunt_schedule.phase_offset (docs/smoothing.md).
+   */
   readonly phaseOffset: number;
+  /** `schedule.phase_offset` when the file pins it (0 ≤ offset < interval). */
+  readonly pinnedOffset: number | undefined;
   /** What the author wrote, e.g. `5m` or `*\/5 * * * *`, for logs and `due`. */
   readonly scheduleText: string;
   readonly statements: readonly CompiledStatement[];
@@ -39,7 +45,13 @@ const SETTING_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const fileSchema = z
   .object({
     description: z.string().optional(),
-    schedule: z.object({ mode: z.string().min(1), interval: z.union([z.number(), z.string()]).optional() }).strict(),
+    schedule: z
+      .object({
+        mode: z.string().min(1),
+        interval: z.union([z.number(), z.string()]).optional(),
+        phase_offset: z.unknown().optional(),
+      })
+      .strict(),
     queries: z.array(z.string().trim().min(1, { message: 'a query is empty' })).min(1, { message: 'needs at least one query' }),
     window_column: z.string().min(1).optional(),
     settings: z
@@ -84,6 +96,10 @@ export function compileHuntFile(file: string, text: string, spreadFraction: numb
   if (interval.kind === 'invalid') {
     return invalid(file, 'schedule.interval', `${JSON.stringify(def.schedule.interval)} ${interval.reason}`);
   }
+  const pinned = def.schedule.phase_offset;
+  if (pinned !== undefined && !(typeof pinned === 'number' && Number.isSafeInteger(pinned) && pinned >= 0 && pinned < interval.seconds)) {
+    return invalid(file, 'schedule.phase_offset', `${showValue(pinned)} must be a whole number of seconds with 0 ≤ offset < interval (${interval.seconds})`);
+  }
   for (const key of Object.keys(def.settings ?? {})) {
     if (RUNNER_SETTINGS.includes(key)) return invalid(file, `settings.${key}`, 'is set by the runner on every statement');
   }
@@ -108,7 +124,8 @@ export function compileHuntFile(file: string, text: string, spreadFraction: numb
       huntId,
       file,
       intervalSeconds: interval.seconds,
-      phaseOffset: phaseOffset(huntId, interval.seconds, spreadFraction),
+      phaseOffset: pinned ?? phaseOffset(huntId, interval.seconds, spreadFraction),
+      pinnedOffset: pinned,
       scheduleText: String(def.schedule.interval),
       statements: Object.freeze(statements),
       windowColumn: def.window_column,

@@ -1,12 +1,21 @@
 import { latestFire } from './arithmetic.js';
 import type { HuntSpec } from './hunt-spec.js';
 
+/** One due row of a tick, with the schedule (hunt_schedule, the one offset source) it was computed from. */
+export interface DueHunt {
+  readonly huntId: string;
+  readonly fire: number;
+  readonly requested: boolean;
+  readonly intervalSeconds: number;
+  readonly phaseOffset: number;
+}
+
 /** What one coordination read says is due (Coordinator.tick in coordination/coordinator.ts reads it). */
 export interface TickSnapshot {
   readonly serverNow: number;
   /** The shim's backlog (dueCountSql) at the same clock reading. */
   readonly backlog: number;
-  readonly due: ReadonlyArray<{ readonly huntId: string; readonly fire: number; readonly requested: boolean }>;
+  readonly due: ReadonlyArray<DueHunt>;
 }
 
 /**
@@ -21,6 +30,9 @@ export interface PlannedRun {
   readonly spec: HuntSpec;
   readonly fire: number;
   readonly requested: boolean;
+  /** hunt_schedule's interval and offset at this tick: the one offset source (docs/smoothing.md). */
+  readonly intervalSeconds: number;
+  readonly phaseOffset: number;
   /** ClickHouse clock at this tick minus the fire. */
   readonly latenessSeconds: number;
 }
@@ -56,7 +68,14 @@ export function planTick(
     const spec = hunts.get(row.huntId);
     if (!spec) unknown.push(row.huntId);
     else if (!inFlight.has(row.huntId)) {
-      candidates.push({ spec, fire: row.fire, requested: row.requested, latenessSeconds: snapshot.serverNow - row.fire });
+      candidates.push({
+        spec,
+        fire: row.fire,
+        requested: row.requested,
+        intervalSeconds: row.intervalSeconds,
+        phaseOffset: row.phaseOffset,
+        latenessSeconds: snapshot.serverNow - row.fire,
+      });
     }
   }
   const rank = new Map(candidates.map((c) => [c.spec.huntId, tieBreak(runnerId, c.spec.huntId)]));
@@ -65,8 +84,16 @@ export function planTick(
   return { start: candidates.slice(0, room), unknown, deferred: Math.max(0, candidates.length - room) };
 }
 
-/** An in-flight run whose hunt has a newer scheduled fire than the one it runs: an overrun. */
-export function overrunFire(spec: HuntSpec, runningFire: number, serverNow: number): number | undefined {
-  const latest = latestFire(serverNow, spec.intervalSeconds, spec.phaseOffset);
+/**
+ * An in-flight run whose hunt has a newer scheduled fire than the one it runs: an
+ * overrun. `schedule` is hunt_schedule's interval and offset as the tick that
+ * started the run read them (never the file's hash: the table is the offset source).
+ */
+export function overrunFire(
+  schedule: { readonly intervalSeconds: number; readonly phaseOffset: number },
+  runningFire: number,
+  serverNow: number,
+): number | undefined {
+  const latest = latestFire(serverNow, schedule.intervalSeconds, schedule.phaseOffset);
   return latest > runningFire ? latest : undefined;
 }

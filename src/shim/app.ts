@@ -7,13 +7,14 @@ import { systemClock, type Clock } from '../clock.js';
 import type { ShimConfig } from '../config/load.js';
 import { DfeError, describeError, showValue } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
-import { assertAuthConfig } from './auth.js';
+import { AuthGuard } from './auth.js';
 import type { ShimContext } from './context.js';
 import { shimErrorHandler } from './error-handler.js';
 import { QueryExecutor } from './executor.js';
 import { ShimMetrics } from './metrics.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
+import { openApiRoutes } from './routes/openapi.js';
 import { lazyChildLogger } from './request-logger.js';
 import { queryRoutes } from './routes/query.js';
 import { statusRoutes } from './routes/status.js';
@@ -44,13 +45,16 @@ export const shimPlugin: FastifyPluginAsync<{ ctx: ShimContext }> = async (app, 
   await app.register(async (scope) => healthRoutes(scope, ctx));
   await app.register(async (scope) => metricsRoutes(scope, ctx));
   await app.register(async (scope) => statusRoutes(scope, ctx));
+  await app.register(async (scope) => openApiRoutes(scope, ctx));
   await app.register(async (scope) => queryRoutes(scope, ctx));
 };
 
 function onCatalogueEvent(ctx: ShimContext, logger: Logger, event: CatalogueEvent): void {
   if (event.kind === 'rejected') {
     ctx.metrics.reloads.inc({ result: 'rejected' });
-    logger.error({ file: event.file, reason: describeError(event.error) }, 'catalogue reload rejected; the previous catalogue keeps serving');
+    const fields = { file: event.file, reason: describeError(event.error) };
+    if (event.empty === true) logger.warn(fields, 'catalogue file is empty (a write in progress?); the previous catalogue keeps serving');
+    else logger.error(fields, 'catalogue reload rejected; the previous catalogue keeps serving');
     return;
   }
   ctx.metrics.reloads.inc({ result: 'applied' });
@@ -88,7 +92,8 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
   const logger = deps.logger ?? silentLogger();
   const clock = deps.clock ?? systemClock;
   const shim = deps.config.shim;
-  assertAuthConfig(shim.auth);
+  const auth = new AuthGuard(shim.auth, logger);
+  await auth.prime();
   const metrics = new ShimMetrics(deps.registry);
   const status = new StatusBoard(clock);
   const executor = new QueryExecutor({
@@ -105,12 +110,22 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
     clickhouse: deps.clickhouse,
     shim,
     executor,
+    auth,
     metrics,
     status,
     lifecycle: { state: 'starting' },
   };
+  // Mutual TLS (docs/security.md): with a client CA, the TLS handshake itself
+  // refuses a client without a certificate signed by it — before any HTTP.
+  const clientCa = shim.tls?.clientCaFile;
   const https = shim.tls
-    ? { cert: readConfiguredFile(shim.tls.certFile, 'DFE_KEDA_SHIM_TLS_CERT_FILE'), key: readConfiguredFile(shim.tls.keyFile, 'DFE_KEDA_SHIM_TLS_KEY_FILE') }
+    ? {
+        cert: readConfiguredFile(shim.tls.certFile, 'DFE_KEDA_SHIM_TLS_CERT_FILE'),
+        key: readConfiguredFile(shim.tls.keyFile, 'DFE_KEDA_SHIM_TLS_KEY_FILE'),
+        ...(clientCa === undefined
+          ? {}
+          : { ca: readConfiguredFile(clientCa, 'DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE'), requestCert: true, rejectUnauthorized: true }),
+      }
     : null;
   // The https option changes Fastify's server generic; routes do not care which server carries them.
   const app = Fastify({

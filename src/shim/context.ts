@@ -1,6 +1,7 @@
 import type { CatalogueProvider } from '../catalogue/types.js';
 import type { ClickHouseHandle } from '../clickhouse/client.js';
 import type { ShimConfig } from '../config/load.js';
+import type { AuthGuard } from './auth.js';
 import type { QueryExecutor } from './executor.js';
 import type { ShimMetrics } from './metrics.js';
 import type { StatusBoard } from './status-board.js';
@@ -11,6 +12,8 @@ export interface ShimContext {
   readonly clickhouse: Pick<ClickHouseHandle, 'backend' | 'target' | 'client'>;
   readonly shim: ShimConfig;
   readonly executor: QueryExecutor;
+  /** Auth of the query routes (mode `none`: allows all). */
+  readonly auth: AuthGuard;
   readonly metrics: ShimMetrics;
   readonly status: StatusBoard;
   /** Lifecycle: `starting` until the server listens, `listening` after, `closing` once close begins. */

@@ -3,7 +3,7 @@ import { CatalogueStore } from '../catalogue/store.js';
 import { openClickHouse, type ClickHouseHandle } from '../clickhouse/client.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { AppConfig } from '../config/load.js';
-import { createLogger, type Logger } from '../log.js';
+import { apiKeyRedactPaths, createLogger, type Logger } from '../log.js';
 import { buildShimApp } from './app.js';
 import { SHIM_CATALOGUE_BUILTINS } from './catalogue-builtins.js';
 import { installSignals, listenShim } from './server.js';
@@ -34,7 +34,8 @@ export interface RunningShim {
 export async function startShim(options: StartShimOptions): Promise<RunningShim> {
   const { config } = options;
   const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? createLogger(config.log);
+  const { apiKeyHeader, apiKeyParam } = config.shim.auth;
+  const logger = options.logger ?? createLogger({ ...config.log, redact: apiKeyRedactPaths(apiKeyHeader, apiKeyParam) });
   const catalogue = await CatalogueStore.open({
     builtinPath: config.shim.builtinCataloguePath,
     overridePath: config.shim.overridePath,
@@ -42,6 +43,8 @@ export async function startShim(options: StartShimOptions): Promise<RunningShim>
     otelDatabase: config.clickhouse.otelDatabase,
     builtins: SHIM_CATALOGUE_BUILTINS,
     reloadIntervalMs: config.shim.reloadIntervalMs,
+    maxQueries: config.shim.maxQueries,
+    reservedParams: config.shim.auth.mode === 'apiKey' ? [config.shim.auth.apiKeyParam] : [],
     clock,
   });
   const owned = options.clickhouse === undefined;

@@ -57,7 +57,13 @@ describe('catalogue file shape', () => {
   it('"queries" must be a mapping', () => expectInvalid('queries: [a]\n', { key: 'queries', says: '["a"] must be a mapping' }));
   it('a query must be a mapping', () => expectInvalid('queries:\n  a: SELECT 1\n', { query: 'a', says: '"SELECT 1" must be a mapping of keys' }));
   it('query names are [A-Za-z0-9_-]+', () => expectInvalid('queries:\n  "a b": {sql: x}\n', { query: 'a b', says: 'is not a valid query name' }));
-  it('an empty override is allowed and changes nothing', () => expect([...compile('').keys()]).toEqual(['ok']));
+  it('an intentional empty override says queries: {} and changes nothing', () => expect([...compile('queries: {}\n').keys()]).toEqual(['ok']));
+  it.each([
+    ['0 bytes', ''],
+    ['blank', '  \n\n'],
+    ['comments only', '# truncated\n'],
+  ])('an override with no content (%s) is not a catalogue', (_what, text) => expectInvalid(text, { says: 'has no content' }));
+  it('queries: with nothing under it is not a catalogue either', () => expectInvalid('queries:\n', { key: 'queries', says: 'write "queries: {}"' }));
 });
 
 describe('keys and types (per file, strict)', () => {

@@ -15,6 +15,13 @@ const CH = { clickhouse: { url: 'https://clickhouse.example:8443', existingSecre
 /** The values matrix; each case is linted, rendered and validated. */
 const MATRIX: Record<string, object> = {
   defaults: {},
+  'smoothing on, ceilings': {
+    ...CH,
+    huntRunner: {
+      smoothing: { enabled: true, cycleSeconds: 120, memoryCapBytes: 68719476736, cpuCores: 16, weights: '0.7,0.3' },
+      autoDisable: { memCrashloop: 'off', maxP95DurationMs: 600000 },
+    },
+  },
   'autoscaling on, min 0, fallback': {
     ...CH,
     huntRunner: { autoscaling: { enabled: true, minReplicaCount: 0, maxReplicaCount: 7, targetBacklog: 4, cooldownPeriod: 120, pollingInterval: 15, fallback: { enabled: true } } },
@@ -58,6 +65,16 @@ const MATRIX: Record<string, object> = {
     huntRunner: { clickhouse: { username: 'dfe_hunt_runner' }, autoscaling: { enabled: true } },
   },
   'runner only': { ...CH, kedaShim: { enabled: false } },
+  'apiKey in a renamed query parameter': {
+    ...CH,
+    kedaShim: { auth: { enabled: true, mode: 'apiKey', existingSecret: 'shim-auth', apiKey: { method: 'query', header: 'X-Shim-Key', param: 'shim_key' } } },
+    huntRunner: { autoscaling: { enabled: true } },
+  },
+  'shim mTLS (KEDA tls auth)': {
+    ...CH,
+    kedaShim: { tls: { enabled: true, existingSecret: 'shim-tls', clientAuth: { enabled: true, caSecret: 'keda-client-ca', kedaSecret: 'keda-client' } } },
+    huntRunner: { autoscaling: { enabled: true } },
+  },
   'ClickHouse CA, shim TLS, extra volumes': {
     clickhouse: { ...CH.clickhouse, caCert: { existingSecret: 'ch-ca', key: 'root.pem' } },
     kedaShim: {
@@ -154,6 +171,23 @@ describe.skipIf(skip)('helm chart', () => {
     expect(hr.ports).toEqual([{ name: 'metrics', containerPort: 9464, protocol: 'TCP' }]);
     expect(hr.livenessProbe.httpGet).toEqual({ path: '/livez', port: 'metrics' });
     expect(hr.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
+  });
+
+  it('smoothing: off by default with auto-disable on; the values reach the runner env, null capacities left to the server', () => {
+    const defaults = envOf(container(one(render('defaults').manifests, 'Deployment', '-hunt-runner'), 'hunt-runner'));
+    expect(defaults).toMatchObject({ DFE_HUNT_SMOOTHING_ENABLED: 'false', DFE_HUNT_AUTODISABLE_MEM_CRASHLOOP: '3/3600', DFE_HUNT_SMOOTHING_WEIGHTS: '0.5,0.5' });
+    expect(defaults.DFE_HUNT_SMOOTHING_MEMORY_CAP_BYTES).toBeUndefined();
+    expect(defaults.DFE_HUNT_AUTODISABLE_MAX_P95_DURATION_MS).toBeUndefined();
+    const on = envOf(container(one(render('smoothing on, ceilings').manifests, 'Deployment', '-hunt-runner'), 'hunt-runner'));
+    expect(on).toMatchObject({
+      DFE_HUNT_SMOOTHING_ENABLED: 'true',
+      DFE_HUNT_SMOOTHING_CYCLE_SECONDS: '120',
+      DFE_HUNT_SMOOTHING_MEMORY_CAP_BYTES: '68719476736',
+      DFE_HUNT_SMOOTHING_CPU_CORES: '16',
+      DFE_HUNT_SMOOTHING_WEIGHTS: '0.7,0.3',
+      DFE_HUNT_AUTODISABLE_MEM_CRASHLOOP: 'off',
+      DFE_HUNT_AUTODISABLE_MAX_P95_DURATION_MS: '600000',
+    });
   });
 
   it('shim PDB: minAvailable 1 of 2 pods by default; none for a single pod, whose PDB would block every node drain', () => {
@@ -272,6 +306,35 @@ describe.skipIf(skip)('helm chart', () => {
     expect(envOf(container(one(apiKey, 'Deployment', '-shim'), 'shim')).DFE_KEDA_SHIM_AUTH_TOKEN_FILE).toBe('/etc/dfe-keda-shim/auth/token');
     expect(one(apiKey, 'TriggerAuthentication', '-shim-auth').spec.secretTargetRef).toEqual([{ parameter: 'apiKey', name: 'shim-auth', key: 'token' }]);
     expect(one(apiKey, 'ScaledObject', '-hunt-runner').spec.triggers[0].metadata).toMatchObject({ authMode: 'apiKey', method: 'header', keyParamName: 'X-API-KEY' });
+  });
+
+  it('apiKey names: the shim reads the header and parameter KEDA is told to send (issue 9 item 12)', () => {
+    const { manifests } = render('apiKey in a renamed query parameter');
+    expect(envOf(container(one(manifests, 'Deployment', '-shim'), 'shim'))).toMatchObject({
+      DFE_KEDA_SHIM_AUTH_API_KEY_HEADER: 'X-Shim-Key',
+      DFE_KEDA_SHIM_AUTH_API_KEY_PARAM: 'shim_key',
+    });
+    expect(one(manifests, 'ScaledObject', '-hunt-runner').spec.triggers[0].metadata).toMatchObject({ authMode: 'apiKey', method: 'query', keyParamName: 'shim_key' });
+  });
+
+  it('mTLS: the client CA mounted and named, TCP probes, a TriggerAuthentication in KEDA tls mode (issue 9 item 13)', () => {
+    const { manifests } = render('shim mTLS (KEDA tls auth)');
+    const shim = one(manifests, 'Deployment', '-shim');
+    const c = container(shim, 'shim');
+    expect(envOf(c).DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE).toBe('/etc/dfe-keda-shim/client-ca/ca.crt');
+    expect(podSpec(shim).volumes).toContainEqual({ name: 'client-ca', secret: { secretName: 'keda-client-ca' } });
+    expect(c.volumeMounts).toContainEqual({ name: 'client-ca', mountPath: '/etc/dfe-keda-shim/client-ca', readOnly: true });
+    expect([c.livenessProbe.tcpSocket, c.readinessProbe.tcpSocket, c.livenessProbe.httpGet]).toEqual([{ port: 'http' }, { port: 'http' }, undefined]);
+    const auth = one(manifests, 'TriggerAuthentication', '-shim-auth');
+    expect(auth.spec.secretTargetRef).toEqual([
+      { parameter: 'cert', name: 'keda-client', key: 'tls.crt' },
+      { parameter: 'key', name: 'keda-client', key: 'tls.key' },
+      { parameter: 'ca', name: 'keda-client', key: 'ca.crt' },
+    ]);
+    const trigger = one(manifests, 'ScaledObject', '-hunt-runner').spec.triggers[0];
+    expect(trigger.metadata.authMode).toBe('tls');
+    expect(trigger.metadata.url).toMatch(/^https:/);
+    expect(trigger.authenticationRef).toEqual({ name: auth.metadata.name });
   });
 
   it('ClickHouse CA: the Secret mounted read-only in every container that talks to ClickHouse, DFE_CLICKHOUSE_CA_CERT naming the file', () => {

@@ -76,11 +76,12 @@ describe('dfe-hunt-runner CLI', () => {
     const printed = await cli('schema', '--print');
     expect(printed.code).toBe(0);
     expect(printed.stdout).toMatch(/CREATE TABLE IF NOT EXISTS `dfe`\.`hunt_lease`.*ReplacingMergeTree\(claimed\)/);
+    expect(printed.stdout).toMatch(/ALTER TABLE `dfe`\.`hunt_state` ADD COLUMN IF NOT EXISTS disabled_reason String DEFAULT ''/);
     expect((await cli('schema')).stdout).toBe(printed.stdout);
     for (let i = 0; i < 2; i += 1) {
       const applied = await cli('schema', '--apply');
       expect(applied.code).toBe(0);
-      expect(applied.stdout).toMatch(/schema applied to dfe \(single\): 7 statement\(s\)/);
+      expect(applied.stdout).toMatch(/schema applied to dfe \(single\): 11 statement\(s\)/);
     }
   });
 

@@ -55,8 +55,8 @@ describe('materialise', () => {
     expect([third.added, third.changed, third.tombstoned]).toEqual([0, 1, 1]);
     const rows = await readSchedule(c, db.database, SETTINGS);
     expect(rows).toEqual([
-      { hunt_id: 'a', interval_seconds: 120, phase_offset: spec('a', 120).phaseOffset, enabled: 1 },
-      { hunt_id: 'b', interval_seconds: 0, phase_offset: 0, enabled: 0 },
+      { hunt_id: 'a', interval_seconds: 120, phase_offset: spec('a', 120).phaseOffset, enabled: 1, offset_source: 'hash' },
+      { hunt_id: 'b', interval_seconds: 0, phase_offset: 0, enabled: 0, offset_source: 'hash' },
     ]);
     const fourth = await materialise(c, db.database, [spec('a', 120)], SETTINGS);
     expect(fourth.writes).toHaveLength(0);

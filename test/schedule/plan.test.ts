@@ -11,16 +11,17 @@ function spec(id: string, interval: number): HuntSpec {
 }
 
 describe('planTick', () => {
+  const SCHEDULE = { intervalSeconds: 60, phaseOffset: 43 };
   const hunts = new Map(['a', 'b', 'c', 'd'].map((id) => [id, spec(id, 60)]));
   const snapshot = {
     serverNow: 1000,
     backlog: 5,
     due: [
-      { huntId: 'a', fire: 990, requested: false },
-      { huntId: 'b', fire: 900, requested: false },
-      { huntId: 'c', fire: 950, requested: true },
-      { huntId: 'd', fire: 950, requested: false },
-      { huntId: 'gone', fire: 800, requested: false },
+      { huntId: 'a', fire: 990, requested: false, ...SCHEDULE },
+      { huntId: 'b', fire: 900, requested: false, ...SCHEDULE },
+      { huntId: 'c', fire: 950, requested: true, ...SCHEDULE },
+      { huntId: 'd', fire: 950, requested: false, ...SCHEDULE },
+      { huntId: 'gone', fire: 800, requested: false, ...SCHEDULE },
     ],
   };
 
@@ -42,5 +43,14 @@ describe('planTick', () => {
     const s = spec('a', 60); // offset 43
     expect(overrunFire(s, 1_900_000_003, 1_900_000_062)).toBeUndefined();
     expect(overrunFire(s, 1_900_000_003, 1_900_000_063)).toBe(1_900_000_063);
+  });
+
+  it('takes interval and offset from the table (the due row), not from the file', () => {
+    const plan = planTick({ serverNow: 1000, backlog: 1, due: [{ huntId: 'a', fire: 970, requested: false, intervalSeconds: 120, phaseOffset: 10 }] }, hunts, new Set(), 8);
+    expect(plan.start[0]).toMatchObject({ intervalSeconds: 120, phaseOffset: 10 });
+    // A learned offset of 10 s: the overrun follows it, not the file's hash (43).
+    const learned = { intervalSeconds: 60, phaseOffset: 10 };
+    expect(overrunFire(learned, 1_900_000_030, 1_900_000_089)).toBeUndefined();
+    expect(overrunFire(learned, 1_900_000_030, 1_900_000_090)).toBe(1_900_000_090);
   });
 });

@@ -255,11 +255,14 @@ imagePullSecrets:
 
 {{/* KEDA metrics-api trigger metadata for the configured auth mode. */}}
 {{- define "dfe-keda-shim.authTriggerMetadata" -}}
-{{- if .Values.kedaShim.auth.enabled }}
+{{- if .Values.kedaShim.tls.clientAuth.enabled }}
+authMode: "tls"
+{{- else if .Values.kedaShim.auth.enabled }}
 authMode: {{ .Values.kedaShim.auth.mode | quote }}
 {{- if eq .Values.kedaShim.auth.mode "apiKey" }}
-method: header
-keyParamName: X-API-KEY
+{{- $k := .Values.kedaShim.auth.apiKey }}
+method: {{ $k.method | quote }}
+keyParamName: {{ ternary $k.param $k.header (eq $k.method "query") | quote }}
 {{- end }}
 {{- end }}
 {{- end -}}

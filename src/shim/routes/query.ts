@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { DfeError, describeError, isDfeError, showValue } from '../../errors.js';
-import { challengeOf, checkAuth } from '../auth.js';
+import { DfeError, isDfeError, showValue } from '../../errors.js';
+import { challengeOf } from '../auth.js';
 import type { ShimContext } from '../context.js';
 import { parseHold, validateParams, type RawQueryString } from '../params.js';
 
@@ -58,20 +58,16 @@ const ANSWER_SCHEMA = {
 } as const;
 
 export async function queryRoutes(app: FastifyInstance, ctx: ShimContext): Promise<void> {
-  const { auth } = ctx.shim;
-  if (auth.mode !== 'none') {
+  const { auth } = ctx;
+  if (auth.settings.mode !== 'none') {
     app.addHook('preHandler', async (request) => {
-      let verdict;
-      try {
-        verdict = await checkAuth(auth, { headers: request.headers, query: request.query as RawQueryString });
-      } catch (err) {
-        // An unreadable secret denies; it never lets a request through.
-        request.log.error({ reason: describeError(err) }, 'auth secret unreadable');
-        verdict = { kind: 'denied', reason: 'secret unreadable' } as const;
-      }
+      // An unreadable or empty secret denies (AuthGuard logs it once); it never lets a request through.
+      const verdict = await auth.check({ headers: request.headers, query: request.query as RawQueryString }).catch(
+        () => ({ kind: 'denied', reason: 'auth check failed' }) as const,
+      );
       if (verdict.kind === 'denied') {
         const err = new DfeError('UNAUTHORIZED', 'unauthorized');
-        throw Object.assign(err, { challenge: challengeOf(auth.mode) });
+        throw Object.assign(err, { challenge: challengeOf(auth.settings.mode) });
       }
     });
   }

@@ -1,0 +1,206 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseDocument } from 'yaml';
+import type { ClickHouseHandle } from '../clickhouse/client.js';
+import type { AppConfig } from '../config/load.js';
+import { DfeError } from '../errors.js';
+import type { CoordinationSettings } from '../coordination/topology.js';
+import { buildCurve } from '../smoothing/curve.js';
+import { probeCostSource } from '../runner/smoothing/cost-source.js';
+import {
+  cooldownFromSchedule,
+  cycleAt,
+  huntLoads,
+  plannerSettings,
+  readFleet,
+  resolveCapacity,
+  settledHunts,
+  writeScheduleMove,
+  type Capacity,
+  type FleetView,
+} from '../runner/smoothing/fleet.js';
+import type { LoadCurve, PlannerSettings, PlanResult } from '../smoothing/model.js';
+import { planReport } from '../smoothing/plan-report.js';
+import { planCycles } from '../smoothing/planner.js';
+import { renderCurve } from '../smoothing/render.js';
+
+/**
+ * `dfe-hunt-runner smoothing plan|apply|status|export` (docs/smoothing.md,
+ * "Rolling it out"). `plan` writes nothing; `apply` writes the planned moves as
+ * learned offsets; `status` shows the schedule, the cost model and its source;
+ * `export` writes settled learned offsets into the hunt files.
+ */
+export interface SmoothingCliContext {
+  readonly config: AppConfig;
+  readonly handle: ClickHouseHandle;
+  readonly settings: CoordinationSettings;
+  readonly json: boolean;
+  readonly cycles: number;
+  readonly huntsDir: string;
+  readonly out: (text: string) => void;
+}
+
+const CURVE_WIDTH = 72;
+const DEFAULT_CYCLES = 100;
+
+export function parseCycles(raw: string | undefined): number {
+  if (raw === undefined) return DEFAULT_CYCLES;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(n) || n < 1) {
+    throw new DfeError('USAGE', `invalid --cycles=${JSON.stringify(raw)}: must be a whole number ≥ 1`, { key: 'cycles', value: raw });
+  }
+  return n;
+}
+
+async function load(ctx: SmoothingCliContext): Promise<{ view: FleetView; capacity: Capacity; settings: PlannerSettings }> {
+  const smoothing = ctx.config.runner.smoothing;
+  const client = ctx.handle.client;
+  const source = await probeCostSource(client);
+  const [view, capacity] = await Promise.all([
+    readFleet(client, ctx.config.clickhouse.dataDatabase, ctx.settings, source, smoothing.costWindowSeconds),
+    resolveCapacity(client, smoothing),
+  ]);
+  return { view, capacity, settings: plannerSettings(smoothing, capacity) };
+}
+
+function simulate(ctx: SmoothingCliContext, view: FleetView, settings: PlannerSettings): PlanResult {
+  const cycleSeconds = ctx.config.runner.smoothing.cycleSeconds;
+  // The simulated cycles are the slots after this one; cool-downs from moved_at apply to them as they would.
+  const start = cycleAt(view.serverNowSeconds, cycleSeconds) + 1;
+  return planCycles(huntLoads(view), settings, ctx.cycles, cooldownFromSchedule(view.schedule, cycleSeconds), start);
+}
+
+function fmt(n: number): string {
+  return Number.isFinite(n) ? n.toPrecision(4) : String(n);
+}
+
+function curveLines(label: string, curve: LoadCurve, sharedMax: number): string[] {
+  return [
+    `${label.padEnd(7)}${renderCurve(curve, CURVE_WIDTH, sharedMax)}`,
+    `${''.padEnd(7)}flatness ${fmt(curve.flatness)}  peak ${fmt(curve.peak)}  mean ${fmt(curve.mean)}  J ${fmt(curve.objective)}  memory peak ${curve.memoryPeakBytes} B`,
+  ];
+}
+
+function drawPlan(ctx: SmoothingCliContext, result: PlanResult, view: FleetView, capacity: Capacity): void {
+  const shared = Math.max(result.before.peak, result.after.peak);
+  const lines = [
+    `${view.schedule.length} hunt(s), hyperperiod ${result.before.hyperperiodSeconds} s in ${result.before.buckets} bucket(s) of ${result.before.bucketSeconds} s; ` +
+      `costs from ${view.costSource}; memory cap ${capacity.memoryCapBytes} B (${capacity.memoryFrom}), ${capacity.cpuCores} core(s) (${capacity.cpuFrom})`,
+    ...curveLines('before', result.before, shared),
+    ...curveLines('after', result.after, shared),
+    `${result.moves.length} move(s) in ${ctx.cycles} cycle(s):`,
+    ...result.moves.map((m) => `  cycle ${m.cycle}: ${m.huntId} ${m.from} → ${m.to}`),
+  ];
+  ctx.out(`${lines.join('\n')}\n`);
+}
+
+export async function planCommand(ctx: SmoothingCliContext): Promise<PlanResult> {
+  const { view, capacity, settings } = await load(ctx);
+  const result = simulate(ctx, view, settings);
+  if (ctx.json) ctx.out(`${JSON.stringify(planReport(result, settings))}\n`);
+  else drawPlan(ctx, result, view, capacity);
+  return result;
+}
+
+export async function applyCommand(ctx: SmoothingCliContext): Promise<void> {
+  const { view, capacity, settings } = await load(ctx);
+  const result = simulate(ctx, view, settings);
+  const finalOffsets = new Map<string, number>();
+  for (const m of result.moves) finalOffsets.set(m.huntId, m.to);
+  const intervals = new Map(view.schedule.map((e) => [e.huntId, e.intervalSeconds]));
+  for (const [huntId, offset] of finalOffsets) {
+    const intervalSeconds = intervals.get(huntId);
+    if (intervalSeconds === undefined) continue;
+    await writeScheduleMove(ctx.handle.client, ctx.config.clickhouse.dataDatabase, ctx.settings, { huntId, intervalSeconds, phaseOffset: offset });
+  }
+  if (!ctx.json) drawPlan(ctx, result, view, capacity);
+  ctx.out(`applied ${finalOffsets.size} learned offset(s) from ${result.moves.length} move(s) into ${ctx.config.clickhouse.dataDatabase}.hunt_schedule\n`);
+}
+
+export async function statusCommand(ctx: SmoothingCliContext): Promise<void> {
+  const { view, capacity, settings } = await load(ctx);
+  const smoothing = ctx.config.runner.smoothing;
+  const curve = buildCurve(huntLoads(view), settings);
+  const disabled = new Map(view.disabled.map((d) => [d.huntId, d]));
+  const settled = new Set(settledHunts(view.schedule, view.serverNowSeconds, smoothing.settlingSeconds).map((e) => e.huntId));
+  const hunts = view.schedule.map((e) => ({
+    hunt_id: e.huntId,
+    interval_seconds: e.intervalSeconds,
+    phase_offset: e.phaseOffset,
+    offset_source: e.offsetSource,
+    moved_at: e.movedAtMs > 0 ? new Date(e.movedAtMs).toISOString() : null,
+    settled: settled.has(e.huntId),
+    disabled_reason: disabled.get(e.huntId)?.reason ?? null,
+    runs_in_window: view.runs.get(e.huntId) ?? 0,
+    cost: view.costs.get(e.huntId) ?? null,
+    cost_measured: view.measured.has(e.huntId),
+  }));
+  const stats = { objective: curve.objective, flatness: curve.flatness, peak: curve.peak, mean: curve.mean, memory_peak_bytes: curve.memoryPeakBytes };
+  if (ctx.json) {
+    const report = {
+      smoothing_enabled: smoothing.enabled,
+      cost_source: view.costSource,
+      cost_window_seconds: smoothing.costWindowSeconds,
+      memory_cap_bytes: capacity.memoryCapBytes,
+      memory_cap_from: capacity.memoryFrom,
+      cpu_cores: capacity.cpuCores,
+      cpu_cores_from: capacity.cpuFrom,
+      bucket_seconds: settings.bucketSeconds,
+      hyperperiod_seconds: curve.hyperperiodSeconds,
+      curve: stats,
+      disabled: view.disabled.map((d) => ({ hunt_id: d.huntId, reason: d.reason, disabled_at: d.disabledAt })),
+      hunts,
+    };
+    ctx.out(`${JSON.stringify(report)}\n`);
+    return;
+  }
+  const lines = [
+    `smoothing ${smoothing.enabled ? 'ON' : 'off'} (DFE_HUNT_SMOOTHING_ENABLED); costs from ${view.costSource} over ${smoothing.costWindowSeconds} s`,
+    `memory cap ${capacity.memoryCapBytes} B (${capacity.memoryFrom}), ${capacity.cpuCores} core(s) (${capacity.cpuFrom}), buckets of ${settings.bucketSeconds} s`,
+    ...curveLines('now', curve, curve.peak),
+    'hunt\tinterval\toffset\tsource\tmoved_at\tp95 ms\tp95 cpu µs\tp95 mem B\truns\tstate',
+    ...hunts.map((h) =>
+      [
+        h.hunt_id,
+        h.interval_seconds,
+        h.phase_offset,
+        h.offset_source + (h.settled ? ' (settled)' : ''),
+        h.moved_at ?? '-',
+        h.cost ? Math.round(h.cost.durationMs) : '-',
+        h.cost ? Math.round(h.cost.cpuUs) : '-',
+        h.cost ? Math.round(h.cost.memoryBytes) : '-',
+        h.cost_measured ? h.runs_in_window : `${h.runs_in_window} (median)`,
+        h.disabled_reason ? `DISABLED: ${h.disabled_reason}` : 'enabled',
+      ].join('\t'),
+    ),
+    `${view.disabled.length} hunt(s) auto-disabled${view.disabled.length > 0 ? ' — lift with: dfe-hunt-runner enable <hunt>' : ''}`,
+  ];
+  ctx.out(`${lines.join('\n')}\n`);
+}
+
+/**
+ * Writes `schedule.phase_offset` of each settled learned hunt into its file,
+ * through the yaml package's Document API so comments and key order stay.
+ * Materialise then sees the pin and records it as `pinned` (a promotion).
+ */
+export async function exportCommand(ctx: SmoothingCliContext): Promise<void> {
+  const { view } = await load(ctx);
+  const settled = settledHunts(view.schedule, view.serverNowSeconds, ctx.config.runner.smoothing.settlingSeconds);
+  let written = 0;
+  const missing: string[] = [];
+  for (const e of settled) {
+    const file = join(ctx.huntsDir, `${e.huntId}.yaml`);
+    if (!existsSync(file)) {
+      missing.push(e.huntId);
+      continue;
+    }
+    const doc = parseDocument(readFileSync(file, 'utf8'));
+    if (doc.errors.length > 0) throw new DfeError('HUNT_SPEC_INVALID', `${file}: is not valid YAML (${doc.errors[0]?.message ?? ''})`, { file, key: 'yaml' });
+    if (doc.getIn(['schedule', 'phase_offset']) === e.phaseOffset) continue;
+    doc.setIn(['schedule', 'phase_offset'], e.phaseOffset);
+    writeFileSync(file, doc.toString());
+    written += 1;
+    ctx.out(`${file}: schedule.phase_offset = ${e.phaseOffset}\n`);
+  }
+  ctx.out(`exported ${written} settled offset(s) of ${settled.length} settled hunt(s) into ${ctx.huntsDir}${missing.length ? ` (no file for: ${missing.join(', ')})` : ''}\n`);
+}

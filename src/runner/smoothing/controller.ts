@@ -1,0 +1,177 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import type { SmoothingConfig } from '../../config/load.js';
+import { describeError } from '../../errors.js';
+import { claimFires, type ClaimTiming } from '../../coordination/claim.js';
+import type { Coordinator } from '../../coordination/coordinator.js';
+import { MAX_BACKOFF_FACTOR } from '../../coordination/materialise.js';
+import type { SmoothingMetrics } from '../../smoothing/metrics.js';
+import type { CoordinationSettings } from '../../coordination/topology.js';
+import type { Logger } from '../../log.js';
+import { probeCostSource, type CostSource } from './cost-source.js';
+import { buildCurve } from '../../smoothing/curve.js';
+import type { Escalation } from './escalation.js';
+import {
+  cooldownFromSchedule,
+  cycleAt,
+  huntLoads,
+  plannerSettings,
+  readFleet,
+  resolveCapacity,
+  writeScheduleMove,
+  type Capacity,
+  type FleetView,
+} from './fleet.js';
+import { markBackoff } from './hunt-state.js';
+import type { HuntLoad, LoadCurve, PhaseMove } from '../../smoothing/model.js';
+import { planCycle } from '../../smoothing/planner.js';
+
+/**
+ * The smoothing controller in the runner (docs/smoothing.md, "The controller"):
+ * off unless DFE_HUNT_SMOOTHING_ENABLED=true. Cycles are wall-clock slots of
+ * cycle_seconds on the ClickHouse clock. In each slot exactly one runner plans:
+ * it claims the pseudo-hunt PLANNER_ID through the same claim protocol as a hunt
+ * fire (free read, conditional insert, settle, read-back), with the slot number
+ * as the fire; the watermark of PLANNER_ID says a slot was planned, so a peer
+ * that wins the same slot later does nothing. The winner runs ONE planCycle and
+ * commits at most one move as a new hunt_schedule row; the due SQL and every
+ * runner use it from their next tick. Cool-down comes from moved_at, so it
+ * survives restarts and hand-overs between runners.
+ */
+export const PLANNER_ID = 'smoothing/planner'; // a '/' can never be a hunt id (hunt ids are file stems)
+
+export interface ControllerDeps {
+  readonly client: ClickHouseClient;
+  readonly database: string;
+  readonly settings: CoordinationSettings;
+  readonly config: SmoothingConfig;
+  readonly escalation: Escalation;
+  readonly metrics: SmoothingMetrics;
+  readonly log: Logger;
+  readonly runnerId: string;
+  readonly timing: ClaimTiming;
+  /** Configured interval of a hunt (its file), for the back-off bound; undefined when unknown here. */
+  readonly configuredInterval: (huntId: string) => number | undefined;
+}
+
+export type CycleOutcome =
+  | { readonly kind: 'not-planner' }
+  | { readonly kind: 'planned'; readonly cycle: number; readonly move: PhaseMove | null; readonly backoffs: readonly string[]; readonly flatness: number };
+
+export class SmoothingController {
+  private lastCycle = Number.NEGATIVE_INFINITY;
+  private costSource: CostSource | undefined;
+  private capacity: Capacity | undefined;
+  private running: Promise<CycleOutcome | undefined> | undefined;
+
+  constructor(private readonly deps: ControllerDeps) {}
+
+  /** At most once per slot per runner, never two at once; never throws (logs instead). */
+  maybePlan(coord: Coordinator, serverNowSeconds: number): Promise<CycleOutcome | undefined> {
+    const cycle = cycleAt(serverNowSeconds, this.deps.config.cycleSeconds);
+    if (this.running || cycle <= this.lastCycle) return this.running ?? Promise.resolve(undefined);
+    this.lastCycle = cycle;
+    this.running = this.claimAndPlan(coord, cycle)
+      .catch((err: unknown) => {
+        this.deps.log.warn({ cycle, err: describeError(err) }, 'smoothing cycle failed; the next slot tries again');
+        return undefined;
+      })
+      .finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  private async claimAndPlan(coord: Coordinator, cycle: number): Promise<CycleOutcome> {
+    const { runnerId, timing } = this.deps;
+    // One slot long: a late claim (never released, by the protocol) then blocks only its own slot.
+    const leaseSeconds = Math.max(1, Math.ceil(this.deps.config.cycleSeconds));
+    const outcome = (await claimFires(coord, runnerId, [{ huntId: PLANNER_ID, fire: cycle }], { ...timing, leaseSeconds })).get(PLANNER_ID);
+    if (outcome?.kind !== 'won') return { kind: 'not-planner' };
+    const wonMs = timing.clock.nowMs();
+    try {
+      if (outcome.watermark !== null && outcome.watermark >= cycle) return { kind: 'not-planner' };
+      // A plan that outlived most of its lease is dropped, not committed: a peer may plan the next slot by now.
+      const result = await this.planOnce(cycle, () => timing.clock.nowMs() - wonMs < leaseSeconds * 800);
+      await coord.setWatermark(PLANNER_ID, cycle);
+      return result;
+    } finally {
+      await coord.putLease(PLANNER_ID, runnerId, cycle, 'release');
+    }
+  }
+
+  private async planOnce(cycle: number, stillHeld: () => boolean): Promise<CycleOutcome> {
+    const { client, database, settings, config, log } = this.deps;
+    this.costSource ??= await probeCostSource(client);
+    this.capacity ??= await resolveCapacity(client, config);
+    const planner = plannerSettings(config, this.capacity);
+    let view = await readFleet(client, database, settings, this.costSource, config.costWindowSeconds);
+    const disabledNow = await this.deps.escalation.checkCeilings(view.measured, new Set(view.disabled.map((d) => d.huntId)));
+    const backoffs = await this.backOff(view);
+    if (disabledNow.length > 0 || backoffs.length > 0) view = await readFleet(client, database, settings, this.costSource, config.costWindowSeconds);
+    const loads = huntLoads(view);
+    const result = planCycle(loads, planner, cycle, cooldownFromSchedule(view.schedule, config.cycleSeconds));
+    if (result.move && !stillHeld()) {
+      log.warn({ cycle, move: result.move }, 'smoothing: planning outlived the planner lease; the move is dropped');
+      return { kind: 'planned', cycle, move: null, backoffs, flatness: buildCurve(loads, planner).flatness };
+    }
+    if (result.move) {
+      const { huntId, from, to } = result.move;
+      const period = loads.find((h) => h.huntId === huntId)?.periodSeconds ?? 0;
+      await writeScheduleMove(client, database, settings, { huntId, intervalSeconds: period, phaseOffset: to });
+      this.deps.metrics.phaseShifts.inc({ hunt_id: huntId });
+      log.info({ hunt: huntId, cycle, from, to, objective: result.objective }, 'smoothing: moved a hunt phase');
+    }
+    const curve = buildCurve(result.hunts, planner);
+    this.publish(view, result.hunts, curve);
+    return { kind: 'planned', cycle, move: result.move, backoffs, flatness: curve.flatness };
+  }
+
+  /**
+   * Interval back-off (docs/smoothing.md): a hunt whose p95 duration exceeds its
+   * interval runs into itself; its effective interval doubles, at most 8× the
+   * configured one, and the hunt_state mark lets materialise keep it.
+   */
+  private async backOff(view: FleetView): Promise<string[]> {
+    const { client, database, settings, log, metrics } = this.deps;
+    const out: string[] = [];
+    for (const e of view.schedule) {
+      const cost = view.measured.get(e.huntId);
+      const configured = this.deps.configuredInterval(e.huntId);
+      if (!cost || configured === undefined || cost.durationMs <= e.intervalSeconds * 1000) continue;
+      const doubled = e.intervalSeconds * 2;
+      if (doubled > configured * MAX_BACKOFF_FACTOR) continue;
+      await markBackoff(client, database, settings, e.huntId, 1);
+      await writeScheduleMove(client, database, settings, { huntId: e.huntId, intervalSeconds: doubled, phaseOffset: e.phaseOffset });
+      metrics.intervalBackoffs.inc({ hunt_id: e.huntId });
+      log.warn(
+        { hunt: e.huntId, p95DurationMs: cost.durationMs, from: e.intervalSeconds, to: doubled, configured },
+        `hunt ${e.huntId} backed off: p95 duration ${Math.round(cost.durationMs)} ms exceeds its interval of ${e.intervalSeconds} s; now every ${doubled} s`,
+      );
+      out.push(e.huntId);
+    }
+    return out;
+  }
+
+  private publish(view: FleetView, hunts: readonly HuntLoad[], curve: LoadCurve): void {
+    const m = this.deps.metrics;
+    for (const h of hunts) {
+      m.phaseOffset.set({ hunt_id: h.huntId }, h.offsetSeconds);
+      m.intervalSeconds.set({ hunt_id: h.huntId }, h.periodSeconds);
+    }
+    for (const [huntId, cost] of view.costs) {
+      m.costCpuUs.set({ hunt_id: huntId }, cost.cpuUs);
+      m.costMemBytes.set({ hunt_id: huntId }, cost.memoryBytes);
+      m.costDurationMs.set({ hunt_id: huntId }, cost.durationMs);
+    }
+    m.objective.set(curve.objective);
+    m.flatness.set(curve.flatness);
+    for (const [gauge, stats] of [
+      [m.loadCpu, curve.cpuStats],
+      [m.loadMem, curve.memStats],
+      [m.loadPressure, { peak: curve.peak, mean: curve.mean, flatness: curve.flatness }],
+    ] as const) {
+      gauge.set({ stat: 'peak' }, stats.peak);
+      gauge.set({ stat: 'mean' }, stats.mean);
+      gauge.set({ stat: 'flatness' }, stats.flatness);
+    }
+  }
+}
+
