@@ -8,7 +8,7 @@ import { RUN_STATUS, TABLES } from '../src/coordination/tables.js';
  * differ only in shape). Issue 13 asks the product to be no slower than this; the
  * bench checks both count the same hunts before it compares their times. The
  * product differs on purpose: live leases as a set, and hunt_run without FINAL
- * (see docs/tables.md "The due query").
+ * (see docs/tables.md#the-due-query).
  */
 export function dueCountFinalSql(database: string): string {
   const schedule = qualifiedTable(database, TABLES.schedule);

@@ -4,7 +4,8 @@ import { RUN_STATUS, TABLES } from './tables.js';
 /**
  * THE due-hunt SQL (docs/tables.md#the-due-rule). The runner's gate and the shim's `backlog`
  * query both call this one builder, so they cannot drift. It implements
- * `dueDecision` in schedule/arithmetic.ts; test/coordination/due-parity.test.ts holds them equal.
+ * `dueDecision` in schedule/arithmetic.ts; test/coordination/due-parity.test.ts holds them equal
+ * and test/coordination/due-versions.test.ts holds the collapsing of versions.
  *
  * - hunt_schedule, hunt_watermark, hunt_lease and hunt_state are collapsed per
  *   hunt with FINAL: each is a ReplacingMergeTree ordered by hunt_id alone with

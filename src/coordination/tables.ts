@@ -166,7 +166,7 @@ function engine(def: TableDef, topology: ResolvedTopology): string {
       // A Replicated database supplies the ZooKeeper path and replica name itself.
       return `ReplicatedReplacingMergeTree(${def.version})`;
     case 'cluster':
-      // ONE replication group across the whole cluster (docs/tables.md "Topology"):
+      // ONE replication group across the whole cluster (docs/tables.md#topology):
       // no {shard} in the path, so every replica of every shard holds the same
       // coordination rows; the replica name must then be unique cluster-wide,
       // which {replica} alone need not be (r1 on every shard), so it is {shard}-{replica}.

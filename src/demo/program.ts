@@ -49,7 +49,7 @@ export async function runDemo(): Promise<void> {
 async function startAll(config: AppConfig, logger: Logger, handle: ClickHouseHandle, started: (() => Promise<void>)[]): Promise<void> {
   const ch = config.clickhouse;
   const topology = await resolveTopology(handle.client, ch.dataDatabase, ch.topology, ch.cluster);
-  await applySchema(handle.client, ch.dataDatabase, topology);
+  await applySchema(handle.client, ch.dataDatabase, topology, { runRetentionDays: ch.runRetentionDays });
   await createDemoTables(handle.client, ch.dataDatabase);
   await handle.client.command({ query: `CREATE DATABASE IF NOT EXISTS \`${ch.otelDatabase}\`` });
   await createOtelGaugeTable(handle.client, ch.otelDatabase);

@@ -5,7 +5,7 @@ import { dueDecision, latestFire, type HuntCoordinationState } from '../../src/s
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
 
 /**
- * docs/tables.md "The due query": each coordination table holds several versions
+ * docs/tables.md#the-due-query: each coordination table holds several versions
  * of a hunt's row, in separate unmerged parts, and only the NEWEST counts — even
  * where an older row would make the hunt due and the newer one not, or the
  * other way round. The due SQL must agree with the predicate on the newest rows,
