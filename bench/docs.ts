@@ -30,9 +30,25 @@ ${summary(lines)}
 How each figure is measured:
 
 - **cached value**: throughput from autocannon (a worker thread, 10 connections) on \`/q/cached\`
-  (\`fresh_for_seconds: 86400\`) and on a bare Fastify route answering the same JSON, alternated
-  twice, each keeping its best run; latency from 2 000 sequential requests to each, interleaved
-  and timed with \`performance.now()\` (autocannon records whole milliseconds).
+  (\`fresh_for_seconds: 86400\`) and on a bare Fastify route answering the same JSON, three
+  interleaved runs each (bare, shim, bare, shim, …), medians compared; latency from 2 000
+  sequential requests to each, interleaved and timed with \`performance.now()\` (autocannon
+  records whole milliseconds). What keeps the cached path close to bare Fastify is described
+  under "The cached path" below.
+- **pod sizing** (bench/pod-bench.ts): the shim as its own process, as in a pod
+  (\`dfe-keda-shim --clickhouse-url …\`, server mode against clickhouse-server on loopback),
+  beside a bare Fastify process (bench/bare-server.ts) measured in the same run. *Start*: from
+  \`spawn()\` to the first 200 of \`/readyz\` (polled every 5 ms), three interleaved repeats,
+  medians; *idle RSS*: \`VmRSS\` from \`/proc\` 3 s after ready. *Under load*: 100 polls/s to
+  each process for 5 minutes (\`node dist/bench/run.js pod --soak-seconds=60\` for a quick
+  run, which does not rewrite this page); the shim's polls alternate a cached query and one that
+  asks ClickHouse every time, and \`/metrics\` is scraped every 15 s. RSS is sampled every 5 s;
+  V8 grows its heap for a while and then holds it, so *flat* means the second half of the run
+  sets no peak above the first half's (+5 MB); CPU is the process's user + system time over the
+  run, in millicores. *Install*: \`package.json\` and \`package-lock.json\` in a temp dir,
+  \`npm install --omit=dev --ignore-scripts\` as the image does, plus the package's own files;
+  bytes of files and \`du\` (whole blocks). The chart's default requests and limits
+  (charts/dfe-keda-shim/values.yaml) are taken from these figures.
 - **fresh value**: sequential requests, interleaved with the same query run directly through
   \`@clickhouse/client\` configured as the shim's (\`openClickHouse\`); "added" is the difference
   of the medians, and includes the HTTP hop to the shim.
@@ -56,6 +72,26 @@ How each figure is measured:
   move on \`buildCurve\` to check max_step, a falling J and the memory cap. One cycle is the
   whole \`planCycle\` call, timed from the hashed start and on the settled fleet (every hunt
   tried, nothing moved: the worst case), as CPU time of the process (the goal) and wall time.
+
+## The cached path
+
+A cached answer does no more per request than a bare Fastify route, apart from the cache
+lookup itself. A CPU profile (\`node --cpu-prof\` under autocannon) showed what used to be
+extra, and each is gone:
+
+- the body: the query routes declare their 200 response, so Fastify serialises it with a
+  compiled fast-json-stringify function instead of walking the object with \`JSON.stringify\`
+  (same bytes: test/shim/bodies.test.ts compares every source);
+- the metrics: prom-client hashes and validates the label set on every \`inc\`/\`set\` (its
+  \`labels()\` children too), so \`requests_total\` and \`served_value_age_seconds\` are kept
+  as plain numbers per query and folded into the series when \`/metrics\` is collected;
+- the request logger: Fastify makes a pino child per request, serialising its bindings
+  through the redaction paths; the shim's is made on its first log call, which on the
+  cached path never comes;
+- the hooks: \`onSend\` is callback-style (no promise per answer), and the debug
+  "answered" line's hook exists only when the level is \`debug\`;
+- the key: the sorted declared-parameter names (and the whole key of a query without
+  parameters) are built once per compiled query, not per request.
 `;
   writeFileSync(path, text);
 }

@@ -7,6 +7,7 @@ import { describeError } from '../src/errors.js';
 import { writePerformanceDoc } from './docs.js';
 import { benchDueQuery } from './due-query.js';
 import { benchDistinctParams } from './memory-bench.js';
+import { benchInstallSize, benchSoak, benchStartAndIdle } from './pod-bench.js';
 import { formatLine, summary, type BenchLine } from './report.js';
 import { benchRunner } from './runner-bench.js';
 import { benchCached, benchFresh, benchHung, benchSingleFlight } from './shim-bench.js';
@@ -21,7 +22,18 @@ import { openBenchTarget } from './target.js';
  */
 type Section = { readonly name: string; readonly run: () => Promise<BenchLine[]> };
 
+/** `--soak-seconds=N` shortens the RSS-under-load figure for quick runs (default 300). */
+function soakSeconds(args: readonly string[]): number {
+  const flag = args.find((a) => a.startsWith('--soak-seconds='));
+  if (flag === undefined) return 300;
+  const n = Number(flag.slice('--soak-seconds='.length));
+  if (!Number.isInteger(n) || n < 10) throw new Error(`--soak-seconds must be an integer ≥ 10, not ${flag}`);
+  return n;
+}
+
 async function main(): Promise<number> {
+  const args = process.argv.slice(2);
+  const soak = soakSeconds(args);
   const startedMs = Date.now();
   const loadAtStart = loadavg()[0] ?? 0;
   const embeddedPath = mkdtempSync(join(tmpdir(), 'dfe-bench-ch-'));
@@ -35,13 +47,16 @@ async function main(): Promise<number> {
     { name: 'shim, fresh value', run: () => benchFresh(target) },
     { name: 'shim, ClickHouse hung', run: () => benchHung() },
     { name: 'shim, single-flight', run: () => benchSingleFlight(target) },
+    { name: 'pod sizing, start and idle RSS', run: () => benchStartAndIdle(target) },
+    { name: 'pod sizing, RSS under load', run: () => benchSoak(target, soak) },
+    { name: 'pod sizing, install size', run: () => benchInstallSize() },
     { name: 'shim, distinct parameter values', run: () => benchDistinctParams(embedded, 'bench_shim') },
     { name: 'runner', run: () => benchRunner(embedded, embeddedPath) },
     { name: 'due query', run: () => benchDueQuery(embedded.client) },
     { name: 'smoothing', run: () => benchSmoothing() },
   ];
   // `node dist/bench/run.js runner due` runs only the sections whose names contain a word given.
-  const only = process.argv.slice(2);
+  const only = args.filter((a) => !a.startsWith('--'));
   const chosen = only.length === 0 ? sections : sections.filter((s) => only.some((word) => s.name.includes(word)));
   const lines: BenchLine[] = [];
   try {
@@ -64,7 +79,8 @@ async function main(): Promise<number> {
     rmSync(embeddedPath, { recursive: true, force: true });
   }
   console.log(summary(lines));
-  if (chosen.length !== sections.length) return 0;
+  // A partial or shortened run does not overwrite the documented figures.
+  if (chosen.length !== sections.length || soak !== 300) return 0;
   const docPath = join(process.cwd(), 'docs', 'performance.md');
   writePerformanceDoc(docPath, lines, { target: target.description, seconds: (Date.now() - startedMs) / 1000, loadAtStart });
   console.log(`bench: figures written to ${docPath}`);

@@ -15,6 +15,7 @@ import { ShimMetrics } from './metrics.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { openApiRoutes } from './routes/openapi.js';
+import { lazyChildLogger } from './request-logger.js';
 import { queryRoutes } from './routes/query.js';
 import { statusRoutes } from './routes/status.js';
 import { StatusBoard } from './status-board.js';
@@ -131,6 +132,7 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
     loggerInstance: logger,
     // KEDA polls every few seconds: per-request info logs are noise, and URLs may carry api_key.
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: lazyChildLogger,
     ...(https ? { https } : {}),
   }) as unknown as FastifyInstance;
   app.decorate('shim', ctx);
@@ -146,12 +148,18 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
   // A request in flight when close began came on a keep-alive socket that
   // Node's server.close() only reaps when idle: end it with this answer, or
   // close would wait for the client to hang up.
-  app.addHook('onSend', async (_request, reply) => {
+  // Callback-style, not async: this runs on every answer and a promise per hook is measurable.
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (ctx.lifecycle.state === 'closing') void reply.header('connection', 'close');
+    done(null, payload);
   });
-  app.addHook('onResponse', async (request, reply) => {
-    request.log.debug({ path: request.url.split('?')[0], status: reply.statusCode, ms: reply.elapsedTime }, 'answered');
-  });
+  // The per-answer debug line costs even when dropped, so the hook exists only at debug level.
+  if (logger.isLevelEnabled('debug')) {
+    app.addHook('onResponse', (request, reply, done) => {
+      request.log.debug({ path: request.url.split('?')[0], status: reply.statusCode, ms: reply.elapsedTime }, 'answered');
+      done();
+    });
+  }
   await app.register(shimPlugin, { ctx });
   return app;
 }

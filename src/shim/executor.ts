@@ -179,14 +179,12 @@ export class QueryExecutor {
   private served(query: CompiledQuery, answer: Answer): Answer {
     const { metrics, status, clock } = this.options;
     const live = this.isLive(query);
-    if (live) {
-      metrics.requests.inc({ query: query.name, source: answer.source });
-      metrics.servedAge.set({ query: query.name }, answer.ageSeconds);
-    }
+    if (live) metrics.served(query.name, answer.source, answer.ageSeconds);
     if (answer.source === 'stale') return answer;
     const value = servedValue(answer.value);
     if (live) status.served(query.name, answer.source, value, clock.nowMs() - answer.ageSeconds * 1000);
-    return { ...answer, value };
+    // Cached values are stored already served-safe: no copy on the hot path.
+    return value === answer.value ? answer : { ...answer, value };
   }
 
   private logFailure(key: string, query: CompiledQuery, params: DeclaredParams, reason: FailSafeReason, error: string, answer: Answer): void {

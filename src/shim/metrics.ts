@@ -21,6 +21,19 @@ export type ReloadResult = 'applied' | 'rejected';
 
 const GAUGES_NAMED_LIKE_COUNTERS = ['nodejs_active_resources_total', 'nodejs_active_handles_total', 'nodejs_active_requests_total'] as const;
 
+/**
+ * What the request path records for one query between two scrapes: plain
+ * numbers, bumped without a label lookup (prom-client hashes and validates the
+ * label set on every `inc`/`set`, and its `labels()` children do too), folded
+ * into the prom-client series when the registry is collected. docs/performance.md
+ */
+class QueryTally {
+  /** Requests counted since the last collect, by source. */
+  readonly pending: Record<RequestSource, number> = { fresh: 0, last_good: 0, cold_hold: 0, hold: 0, stale: 0, bad_request: 0 };
+  /** Age of the value last served, once one was. */
+  servedAge: number | undefined = undefined;
+}
+
 export class ShimMetrics {
   readonly requests: Counter<'query' | 'source'>;
   readonly queryDuration: Histogram<'query' | 'outcome'>;
@@ -29,6 +42,8 @@ export class ShimMetrics {
   readonly cacheEntries: Gauge;
   readonly inflight: Gauge;
   readonly reloads: Counter<'result'>;
+  /** Keyed by catalogue query name, so bounded by the catalogue. */
+  private readonly tallies = new Map<string, QueryTally>();
 
   constructor(readonly registry: Registry = new Registry()) {
     const registers = [registry];
@@ -42,6 +57,7 @@ export class ShimMetrics {
       help: 'Query answers by query and source (fresh, last_good, cold_hold, hold, stale, bad_request).',
       labelNames: ['query', 'source'],
       registers,
+      collect: () => this.flushRequests(),
     });
     this.queryDuration = new Histogram({
       name: `${PREFIX}clickhouse_query_duration_seconds`,
@@ -61,6 +77,7 @@ export class ShimMetrics {
       help: 'Age of the value last served for the query (0 for fresh and for held targets).',
       labelNames: ['query'],
       registers,
+      collect: () => this.flushServedAge(),
     });
     this.cacheEntries = new Gauge({ name: `${PREFIX}cache_entries`, help: 'Last-good cache entries.', registers });
     this.inflight = new Gauge({ name: `${PREFIX}inflight_queries`, help: 'ClickHouse queries in flight.', registers });
@@ -72,8 +89,47 @@ export class ShimMetrics {
     });
   }
 
+  private tally(query: string): QueryTally {
+    let tally = this.tallies.get(query);
+    if (tally === undefined) {
+      tally = new QueryTally();
+      this.tallies.set(query, tally);
+    }
+    return tally;
+  }
+
+  /** One request of `query` answered from `source` (requests_total). */
+  countRequest(query: string, source: RequestSource): void {
+    this.tally(query).pending[source] += 1;
+  }
+
+  /** One answer served: requests_total and served_value_age_seconds. */
+  served(query: string, source: RequestSource, ageSeconds: number): void {
+    const tally = this.tally(query);
+    tally.pending[source] += 1;
+    tally.servedAge = ageSeconds;
+  }
+
+  private flushRequests(): void {
+    for (const [query, tally] of this.tallies) {
+      for (const source of REQUEST_SOURCES) {
+        const n = tally.pending[source];
+        if (n === 0) continue;
+        tally.pending[source] = 0;
+        this.requests.inc({ query, source }, n);
+      }
+    }
+  }
+
+  private flushServedAge(): void {
+    for (const [query, tally] of this.tallies) {
+      if (tally.servedAge !== undefined) this.servedAge.set({ query }, tally.servedAge);
+    }
+  }
+
   /** Drops every series of a query the catalogue no longer has. */
   forgetQuery(query: string): void {
+    this.tallies.delete(query);
     for (const source of REQUEST_SOURCES) this.requests.remove({ query, source });
     for (const outcome of QUERY_OUTCOMES) this.queryDuration.remove({ query, outcome });
     for (const reason of FAILSAFE_REASONS) this.failsafeAnswers.remove({ query, reason });

@@ -8,6 +8,8 @@ export const PARAM_VALUE = /^[A-Za-z0-9_.:-]{1,253}$/;
 
 export { RESERVED_PARAMS } from '../catalogue/schema.js';
 
+const NO_PARAMS: DeclaredParams = Object.freeze({});
+
 /** A request's query string as Fastify parses it. */
 export type RawQueryString = Readonly<Record<string, unknown>>;
 
@@ -17,6 +19,7 @@ export type RawQueryString = Readonly<Record<string, unknown>>;
  * reaches ClickHouse.
  */
 export function validateParams(query: CompiledQuery, raw: RawQueryString): DeclaredParams {
+  if (query.params.length === 0) return NO_PARAMS;
   const out: Record<string, string> = {};
   for (const name of query.params) {
     const value = raw[name];

@@ -37,7 +37,11 @@ export class StatusBoard {
   }
 
   served(query: string, source: AnswerSource, value: number, valueAtMs: number): void {
-    Object.assign(this.row(query), { lastValue: value, lastSource: source, valueAtMs });
+    // Field writes, not Object.assign: this runs on every answer.
+    const row = this.row(query);
+    row.lastValue = value;
+    row.lastSource = source;
+    row.valueAtMs = valueAtMs;
   }
 
   failed(query: string, reason: string, message: string): void {

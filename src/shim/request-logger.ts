@@ -1,0 +1,69 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Bindings, ChildLoggerOptions } from 'pino';
+
+/**
+ * Fastify gives every request a child logger bound to its request id. A pino
+ * child serialises its bindings (through the redaction paths of log.ts) when it
+ * is made, on every request, though the shim logs from a request only when
+ * something goes wrong. This one makes the real child on its first use; a
+ * request that logs nothing costs one small object. docs/performance.md
+ */
+type Method = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+type Call = (...args: unknown[]) => void;
+
+class LazyChildLogger {
+  private made: FastifyBaseLogger | undefined;
+
+  constructor(
+    private readonly parent: FastifyBaseLogger,
+    private readonly bindings: Bindings,
+    private readonly options: ChildLoggerOptions,
+  ) {}
+
+  private real(): FastifyBaseLogger {
+    return (this.made ??= this.parent.child(this.bindings, this.options));
+  }
+
+  private call(method: Method, args: unknown[]): void {
+    (this.real()[method] as Call).apply(this.made, args);
+  }
+
+  get level(): string {
+    return this.made?.level ?? this.options.level ?? this.parent.level;
+  }
+
+  set level(level: string) {
+    this.real().level = level;
+  }
+
+  fatal(...args: unknown[]): void {
+    this.call('fatal', args);
+  }
+  error(...args: unknown[]): void {
+    this.call('error', args);
+  }
+  warn(...args: unknown[]): void {
+    this.call('warn', args);
+  }
+  info(...args: unknown[]): void {
+    this.call('info', args);
+  }
+  debug(...args: unknown[]): void {
+    this.call('debug', args);
+  }
+  trace(...args: unknown[]): void {
+    this.call('trace', args);
+  }
+  silent(...args: unknown[]): void {
+    this.call('silent', args);
+  }
+
+  child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
+    return this.real().child(bindings, options);
+  }
+}
+
+/** Fastify's `childLoggerFactory`: a request logger made on first use. */
+export function lazyChildLogger(logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
+  return new LazyChildLogger(logger, bindings, options) as unknown as FastifyBaseLogger;
+}
