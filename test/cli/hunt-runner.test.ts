@@ -1,3 +1,4 @@
+import { runNode, type ProcessResult } from '../helpers/run-process.js';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { freePort } from '../helpers/ports.js';
@@ -23,26 +24,10 @@ function childEnv(): NodeJS.ProcessEnv {
   return { ...env, LOG_LEVEL: 'warn' };
 }
 
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Result = ProcessResult;
 
 function cli(...args: string[]): Promise<Result> {
-  return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [CLI, ...args, '--embedded-path', dataDir, '--hunts', hunts.dir], { env: childEnv() });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
-    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('error', fail);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      done({ code, stdout, stderr });
-    });
-  });
+  return runNode([CLI, ...args, '--embedded-path', dataDir, '--hunts', hunts.dir], childEnv());
 }
 
 

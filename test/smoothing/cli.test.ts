@@ -1,4 +1,5 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { runNode, type ProcessResult } from '../helpers/run-process.js';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -20,26 +21,10 @@ function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return { ...env, LOG_LEVEL: 'warn', ...extra };
 }
 
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Result = ProcessResult;
 
 function cli(args: string[], env: Record<string, string> = {}): Promise<Result> {
-  return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [CLI, ...args, '--embedded-path', dataDir, '--hunts', hunts.dir], { env: childEnv(env) });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
-    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('error', fail);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      done({ code, stdout, stderr });
-    });
-  });
+  return runNode([CLI, ...args, '--embedded-path', dataDir, '--hunts', hunts.dir], childEnv(env));
 }
 
 beforeAll(async () => {

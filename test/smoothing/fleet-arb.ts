@@ -32,3 +32,14 @@ export const settingsArb: fc.Arbitrary<PlannerSettings> = fc.record({
   hysteresis: fc.constantFrom(0, 0.001, 0.01),
   cooldownCycles: fc.integer({ min: 0, max: 3 }),
 });
+
+/** Planner settings for the hand-checked small fleets (Δ 30 s, 1 core, a 200-byte memory cap). */
+export const SMALL_FLEET_SETTINGS: PlannerSettings = Object.freeze({
+  bucketSeconds: 30,
+  cpuCores: 1,
+  memoryCapBytes: 200,
+  weights: { cpu: 0.5, mem: 0.5 },
+  maxStepFraction: 0.25,
+  hysteresis: 0.001,
+  cooldownCycles: 3,
+});

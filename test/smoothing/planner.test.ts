@@ -4,17 +4,9 @@ import { candidateOffsets, circularDistance, maxStepSeconds } from '../../src/sm
 import { buildCurve } from '../../src/smoothing/curve.js';
 import type { CooldownState, HuntLoad, LoadCurve, PlannerSettings } from '../../src/smoothing/model.js';
 import { planCycle, planCycles } from '../../src/smoothing/planner.js';
-import { fleetArb, settingsArb } from './fleet-arb.js';
+import { fleetArb, settingsArb, SMALL_FLEET_SETTINGS } from './fleet-arb.js';
 
-const defaults: PlannerSettings = {
-  bucketSeconds: 30,
-  cpuCores: 1,
-  memoryCapBytes: 200,
-  weights: { cpu: 0.5, mem: 0.5 },
-  maxStepFraction: 0.25,
-  hysteresis: 0.001,
-  cooldownCycles: 3,
-};
+const defaults: PlannerSettings = SMALL_FLEET_SETTINGS;
 // Each fire: 30e6 µs of a 30e6 µs bucket and 100 of 200 bytes → P = 0.5·1 + 0.5·0.5 = 0.75.
 const pulse = { durationMs: 10_000, cpuUs: 30e6, memoryBytes: 100 };
 const at = (huntId: string, offsetSeconds: number, movable = true): HuntLoad => ({ huntId, periodSeconds: 120, offsetSeconds, movable, cost: pulse });

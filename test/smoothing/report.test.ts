@@ -4,17 +4,10 @@ import { buildCurve } from '../../src/smoothing/curve.js';
 import type { HuntLoad, PlannerSettings } from '../../src/smoothing/model.js';
 import { planReport } from '../../src/smoothing/plan-report.js';
 import { planCycles } from '../../src/smoothing/planner.js';
+import { SMALL_FLEET_SETTINGS } from './fleet-arb.js';
 import { renderBeforeAfter, renderCurve } from '../../src/smoothing/render.js';
 
-const settings: PlannerSettings = {
-  bucketSeconds: 30,
-  cpuCores: 1,
-  memoryCapBytes: 200,
-  weights: { cpu: 0.5, mem: 0.5 },
-  maxStepFraction: 0.25,
-  hysteresis: 0.001,
-  cooldownCycles: 3,
-};
+const settings: PlannerSettings = SMALL_FLEET_SETTINGS;
 const at = (huntId: string, offsetSeconds: number): HuntLoad => ({
   huntId,
   periodSeconds: 120,
