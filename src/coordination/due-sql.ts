@@ -21,14 +21,21 @@ import { RUN_STATUS, TABLES } from './tables.js';
  *   docs/tables.md);
  * - a live lease and an auto-disable are tests of membership in small sets
  *   (hunts holding a live lease, disabled hunts) on the sorting key, applied
- *   while reading hunt_schedule, not joins;
+ *   while reading hunt_schedule, not joins. `use_index_for_in_with_subqueries = 0`
+ *   on that read: a NOT IN set cannot narrow the primary-key ranges, and
+ *   analysing the key against it was a measured ~5 % of the whole query at
+ *   1 k–10 k hunts (docs/tables.md#the-due-query);
  * - tombstones (`enabled = 0`, interval 0) are dropped before any `intDiv`, so a
  *   zero interval never divides;
- * - the run-now lookup is a LEFT JOIN on the `requested` rows: nothing to build
- *   when there are none, and the status skip index lets hunt_run's history be
- *   skipped granule by granule;
- * - "no watermark" is told apart from watermark 0 by a `has_wm` marker, since a
- *   LEFT JOIN fills missing rows with defaults;
+ * - the run-now lookup is one LEFT JOIN on the newest requested fire at or
+ *   before now per hunt (`max(fire)`): "owed" (no watermark, or the watermark
+ *   below the fire) holds for every later fire once it holds for one, so the
+ *   newest requested fire up to now is owed whenever any is, and it is the one
+ *   `dueDecision` picks. One number per hunt, no arrays and no lambda over every
+ *   scheduled row; with no requests the right side is empty, and the status skip
+ *   index lets hunt_run's history be skipped granule by granule;
+ * - "no watermark" and "no request" are told apart from 0 by the `has_wm` and
+ *   `has_req` markers, since a LEFT JOIN fills missing rows with defaults;
  * - `now` is the ClickHouse server clock, or a bound `{now:Int64}` in tests.
  */
 export interface DueSqlOptions {
@@ -87,8 +94,8 @@ FROM (
     intDiv(now_s, s.interval_seconds) * s.interval_seconds + s.phase_offset AS current_fire,
     if(now_s >= current_fire, current_fire, current_fire - s.interval_seconds) AS sched_fire,
     (w.has_wm = 0 OR w.watermark < sched_fire) AS sched_owed,
-    arrayFilter(f -> f <= now_s AND (w.has_wm = 0 OR f > w.watermark), r.req_fires) AS req_open,
-    if(length(req_open) > 0, arrayMax(req_open), 0) AS req_fire
+    r.req_fire AS req_fire,
+    (r.has_req = 1 AND (w.has_wm = 0 OR w.watermark < req_fire)) AS req_owed
   FROM (
     SELECT hunt_id, interval_seconds, phase_offset
     FROM ${schedule} FINAL
@@ -97,22 +104,23 @@ FROM (
       AND hunt_id NOT IN (SELECT hunt_id FROM ${lease} FINAL WHERE lease_until > ${now})
       -- Auto-disabled (docs/tables.md): the newest hunt_state row has a reason.
       AND hunt_id NOT IN (SELECT hunt_id FROM ${state} FINAL WHERE disabled_reason != '')
+    SETTINGS use_index_for_in_with_subqueries = 0
   ) AS s
   LEFT JOIN (
     SELECT hunt_id, watermark, toUInt8(1) AS has_wm
     FROM ${watermark} FINAL
   ) AS w ON w.hunt_id = s.hunt_id
   LEFT JOIN (
-    -- Every fire ever requested. Whether one is still owed is the watermark's
-    -- call (req_open), not its newest status: a requested run that failed stays
-    -- owed like any fire. Only requested rows are read.
-    SELECT hunt_id, groupUniqArray(fire) AS req_fires
+    -- The newest fire ever requested, up to now. Whether it is still owed is the
+    -- watermark's call (req_owed), not its newest status: a requested run that
+    -- failed stays owed like any fire. Only requested rows are read.
+    SELECT hunt_id, max(fire) AS req_fire, toUInt8(1) AS has_req
     FROM ${run}
-    WHERE status = '${RUN_STATUS.requested}'
+    WHERE status = '${RUN_STATUS.requested}' AND fire <= ${now}
     GROUP BY hunt_id
   ) AS r ON r.hunt_id = s.hunt_id
 )
-WHERE sched_owed OR length(req_open) > 0`;
+WHERE sched_owed OR req_owed`;
 }
 
 /** `value` = the number of due hunts: the shim's `backlog` query. */
