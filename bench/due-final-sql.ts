@@ -8,19 +8,21 @@ import { RUN_STATUS, TABLES } from '../src/coordination/tables.js';
  * differ only in shape). Issue 13 asks the product to be no slower than this; the
  * bench checks both count the same hunts before it compares their times. The
  * product differs on purpose: live leases as a set, and hunt_run without FINAL
- * (see docs/tables.md#the-due-query).
+ * (see docs/tables.md#the-due-query). `now: 'param'` binds `{now:Int64}`, so the
+ * bench can compare the two counts at one clock reading.
  */
-export function dueCountFinalSql(database: string): string {
+export function dueCountFinalSql(database: string, options: { readonly now?: 'server' | 'param' } = {}): string {
   const schedule = qualifiedTable(database, TABLES.schedule);
   const watermark = qualifiedTable(database, TABLES.watermark);
   const lease = qualifiedTable(database, TABLES.lease);
   const run = qualifiedTable(database, TABLES.run);
   const state = qualifiedTable(database, TABLES.state);
+  const now = options.now === 'param' ? '{now:Int64}' : 'toInt64(toUnixTimestamp(now()))';
   return `
 SELECT count() AS value FROM (
   SELECT
     s.hunt_id AS hunt_id,
-    toInt64(toUnixTimestamp(now())) AS now_s,
+    ${now} AS now_s,
     intDiv(now_s, s.interval_seconds) * s.interval_seconds + s.phase_offset AS current_fire,
     if(now_s >= current_fire, current_fire, current_fire - s.interval_seconds) AS sched_fire,
     (w.has_wm = 0 OR w.watermark < sched_fire) AS sched_owed,
