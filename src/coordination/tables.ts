@@ -92,36 +92,34 @@ export function runTtl(options: SchemaOptions): string {
 
 const UPDATED = 'updated DateTime64(3) DEFAULT now64(3)';
 
+/**
+ * A table holding one current row per hunt: ordered by hunt_id alone and versioned
+ * by `updated`, so FINAL (or a merge) keeps each hunt's newest row — what the due
+ * query relies on (docs/tables.md#the-due-query). `columns` are the original's
+ * between `hunt_id` and `updated`.
+ */
+function perHuntTable(name: string, columns: string, added?: readonly AddedColumn[]): TableDef {
+  return { name, columns: `hunt_id String, ${columns}, ${UPDATED}`, ...(added ? { added } : {}), version: 'updated', orderBy: 'hunt_id' };
+}
+
 export const TABLE_DEFS: readonly TableDef[] = Object.freeze([
-  {
-    name: TABLES.schedule,
-    columns: `hunt_id String, interval_seconds Int64, phase_offset Int64, enabled UInt8 DEFAULT 1, ${UPDATED}`,
-    // Load smoothing (docs/tables.md): where phase_offset came from and when it last moved.
-    added: [
-      { name: 'offset_source', type: 'LowCardinality(String)', default: "'hash'" },
-      { name: 'moved_at', type: 'DateTime64(3)', default: '0' },
-    ],
-    version: 'updated',
-    orderBy: 'hunt_id',
-  },
+  // Load smoothing (docs/tables.md): where phase_offset came from and when it last moved.
+  perHuntTable(TABLES.schedule, 'interval_seconds Int64, phase_offset Int64, enabled UInt8 DEFAULT 1', [
+    { name: 'offset_source', type: 'LowCardinality(String)', default: "'hash'" },
+    { name: 'moved_at', type: 'DateTime64(3)', default: '0' },
+  ]),
   {
     name: TABLES.lease,
     columns: 'hunt_id String, owner String, fire Int64, lease_until Int64, claimed DateTime64(3) DEFAULT now64(3)',
     version: 'claimed',
     orderBy: 'hunt_id',
   },
-  { name: TABLES.watermark, columns: `hunt_id String, watermark Int64, ${UPDATED}`, version: 'updated', orderBy: 'hunt_id' },
-  {
-    name: TABLES.state,
-    columns: `hunt_id String, overrun_count Int64, too_aggressive UInt8, ${UPDATED}`,
-    // Auto-disable (docs/tables.md): a non-empty reason on the newest row keeps the hunt from being due.
-    added: [
-      { name: 'disabled_reason', type: 'String', default: "''" },
-      { name: 'disabled_at', type: 'DateTime64(3)', default: '0' },
-    ],
-    version: 'updated',
-    orderBy: 'hunt_id',
-  },
+  perHuntTable(TABLES.watermark, 'watermark Int64'),
+  // Auto-disable (docs/tables.md): a non-empty reason on the newest row keeps the hunt from being due.
+  perHuntTable(TABLES.state, 'overrun_count Int64, too_aggressive UInt8', [
+    { name: 'disabled_reason', type: 'String', default: "''" },
+    { name: 'disabled_at', type: 'DateTime64(3)', default: '0' },
+  ]),
   {
     name: TABLES.run,
     columns: `hunt_id String, fire Int64, status String, rows_written Int64, ${UPDATED}`,
