@@ -1,6 +1,6 @@
 {{/*
 dfe-keda-shim.pressureTriggers — the triggers an app's ScaledObject includes to scale on its
-scaling_pressure gauge (SPEC §6) through the shim, with CPU as the default trigger beside it.
+scaling_pressure gauge (docs/pressure.md) through the shim, with CPU as the default trigger beside it.
 KEDA takes the higher of the two.
 
   triggers:
