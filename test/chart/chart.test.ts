@@ -199,6 +199,10 @@ describe.skipIf(skip)('helm chart', () => {
     // The Job reads the same hunts as the runner.
     expect(envOf(container(job, 'materialise')).DFE_HUNTS_DIR).toBe(envOf(container(runner, 'hunt-runner')).DFE_HUNTS_DIR);
     expect(podSpec(job).volumes).toContainEqual(podSpec(runner).volumes.find((v: { name: string }) => v.name === 'hunts'));
+    // Both apply the schema, so both set hunt_run's TTL from the one value (docs/tables.md).
+    const schemaInit = podSpec(job).initContainers.find((c: { name: string }) => c.name === 'schema');
+    expect(envOf(schemaInit).DFE_HUNT_RUN_RETENTION_DAYS).toBe('90');
+    expect(envOf(container(runner, 'hunt-runner')).DFE_HUNT_RUN_RETENTION_DAYS).toBe('90');
     // Probes on the metrics port.
     const hr = container(runner, 'hunt-runner');
     expect(hr.ports).toEqual([{ name: 'metrics', containerPort: 9464, protocol: 'TCP' }]);
