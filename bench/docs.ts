@@ -61,9 +61,16 @@ How each figure is measured:
 - **runner**: \`startRunner\` with the loop driven by the bench; round trips are calls on the
   coordination client (hunt statements run on their own sessions); lateness is the ClickHouse
   clock at the planning tick minus the fire, over won claims.
-- **due query**: \`dueCountSql\` (argMax, the product's form) against the same decision written
-  with FINAL (bench/due-final-sql.ts, bench only), on tables holding two versions of part of
-  their rows in separate parts; both must count the same hunts.
+- **due query**: \`dueCountSql\` (the product's form, docs/tables.md#the-due-query) against the
+  same decision written the obvious way with FINAL on every table (bench/due-final-sql.ts, bench
+  only), on tables holding two versions of part of their rows in separate parts. Both count the
+  same hunts at one pinned clock reading; then each is timed at the server's clock in
+  interleaved pairs (order flipped every pair, two warm-ups each), and the ratio is the median
+  of the per-pair ratios, in wall time and in CPU time of the bench process (the embedded
+  engine runs in it, so other jobs on the machine do not count against either form). The
+  no-request figure times the product on a \`hunt_run\` holding only finished runs against
+  the same query with its run-now part cut out. The load average at each line is the
+  machine's 1-minute figure when it was measured.
 - **smoothing**: the pure planner (docs/smoothing.md) on seeded synthetic fleets
   (bench/smoothing-fleet.ts: periods 300/900/3600 s, log-normal costs, Δ 30 s, CPU sized to 30%
   busy on average, memory cap 2.5 × the mean concurrent memory). Flatness with every hunt on its

@@ -131,7 +131,7 @@ export const TABLE_DEFS: readonly TableDef[] = Object.freeze([
       { name: 'error_code', type: 'Int32', default: '0' },
     ],
     // The due query reads only `requested` rows; granules without one are skipped,
-    // so the run-now lookup costs next to nothing when there are no requests.
+    // so reading hunt_run costs next to nothing when there are no requests.
     indexes: [{ name: 'status_set', expr: 'status', type: 'set(8)', granularity: 1 }],
     version: 'updated',
     orderBy: '(hunt_id, fire)',
