@@ -134,7 +134,7 @@ async function measurePair(client: ClickHouseClient, query: string, base: string
  * there are no requests. Bench only; throws if due-sql.ts no longer has the
  * shape this cuts, rather than measure something else.
  */
-export function withoutRunNow(sql: string): string {
+function withoutRunNow(sql: string): string {
   const joinEnd = sql.indexOf(') AS r ON r.hunt_id = s.hunt_id');
   const joinStart = sql.lastIndexOf('\n  LEFT JOIN (', joinEnd);
   if (joinEnd < 0 || joinStart < 0 || !sql.slice(joinStart, joinEnd).includes(TABLES.run)) {
