@@ -1,15 +1,12 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import type { ClickHouseConfig } from '../config/load.js';
 import { DfeError, describeError } from '../errors.js';
+import { openEmbedded } from './embedded.js';
+import { sharedSessionPool, type SessionPool } from './sessions.js';
 
 export type { ClickHouseClient } from '@clickhouse/client';
-
-/**
- * The client's own logger writes to the console, outside pino and its redaction.
- * Every failure surfaces as a rejected promise that our callers log, so it is off.
- */
-const CLIENT_LOG = { level: ClickHouseLogLevel.OFF };
+export type { SessionPool, StatementSession } from './sessions.js';
 
 /**
  * Sockets of a server client's pool (the library's default is 10). The shim
@@ -19,18 +16,53 @@ const CLIENT_LOG = { level: ClickHouseLogLevel.OFF };
  */
 export const MAX_OPEN_CONNECTIONS = 256;
 
+/**
+ * The one seam between a ClickHouse server and the embedded engine
+ * (docs/architecture.md, docs/embedded.md). Callers run the same SQL through
+ * the same client and ask the handle for what differs; none asks which backend
+ * it is. The server's implementation is below and does nothing extra; the
+ * embedded engine's, with the quirks it works around, is embedded.ts.
+ */
 export interface ClickHouseHandle {
   readonly client: ClickHouseClient;
+  /** Which engine, for /status and the start-up log only: no caller branches on it. */
   readonly backend: 'server' | 'embedded';
   /** Where it points, without credentials: a URL or `embedded:<path>`. */
   readonly target: string;
+  /**
+   * Where hunt statements run (sessions.ts). `open` replaces how the embedded
+   * engine opens another session (tests); a server shares its one client.
+   */
+  statementSessions(open?: () => Promise<ClickHouseHandle>): SessionPool;
+  /**
+   * Called after a query on `client` (this handle's, read when the query
+   * started) failed; `aborted` when the caller gave up on it. Nothing on a
+   * server; a drain on the embedded engine.
+   */
+  readonly afterQueryError: (client: ClickHouseClient, aborted: boolean) => Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * The server backend's handle around a client: every HTTP request carries its
+ * own settings and the client pools sockets, so every session is the one
+ * client and nothing is needed after an error.
+ */
+export function serverHandle(client: ClickHouseClient, target: string): ClickHouseHandle {
+  return {
+    client,
+    backend: 'server',
+    target,
+    statementSessions: () => sharedSessionPool(client),
+    afterQueryError: async () => undefined,
+    close: () => client.close(),
+  };
 }
 
 /**
  * The one factory for ClickHouse clients. Both backends are `@clickhouse/client`;
  * the embedded one plugs chdb's in-process engine in through the `connection`
- * option, so every caller runs the same SQL through the same API.
+ * option (embedded.ts), so every caller runs the same SQL through the same API.
  */
 export async function openClickHouse(config: ClickHouseConfig): Promise<ClickHouseHandle> {
   if (config.backend === 'embedded') return openEmbedded(config.embeddedPath);
@@ -54,12 +86,7 @@ export async function openClickHouse(config: ClickHouseConfig): Promise<ClickHou
     // outage that floods the logs. Callers log failures themselves.
     log: { level: ClickHouseLogLevel.OFF },
   });
-  return {
-    client,
-    backend: 'server',
-    target: config.url,
-    close: () => client.close(),
-  };
+  return serverHandle(client, config.url);
 }
 
 function readCaCert(path: string): Buffer {
@@ -77,27 +104,4 @@ function readCaCert(path: string): Buffer {
 async function insecureAgent() {
   const https = await import('node:https');
   return new https.Agent({ rejectUnauthorized: false, keepAlive: true, maxSockets: MAX_OPEN_CONNECTIONS });
-}
-
-/**
- * Each call opens its own connection; connections to the same path share one
- * in-process engine (libchdb allows one data directory per process, so a second
- * path is refused by chdb itself).
- */
-async function openEmbedded(path: string): Promise<ClickHouseHandle> {
-  let createChdbConnection: (options: { path?: string }) => unknown;
-  try {
-    ({ createChdbConnection } = (await import('chdb/connection')) as unknown as {
-      createChdbConnection: (options: { path?: string }) => unknown;
-    });
-  } catch (err) {
-    throw new DfeError(
-      'EMBEDDED_UNAVAILABLE',
-      `the embedded ClickHouse (npm package chdb) is not installed (${describeError(err)}); set DFE_CLICKHOUSE_URL to use a server`,
-      { key: 'DFE_CLICKHOUSE_URL', cause: err },
-    );
-  }
-  if (path !== ':memory:') mkdirSync(path, { recursive: true });
-  const client = createClient({ connection: createChdbConnection({ path }) as never, log: CLIENT_LOG });
-  return { client, backend: 'embedded', target: `embedded:${path}`, close: () => client.close() };
 }

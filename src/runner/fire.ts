@@ -6,7 +6,7 @@ import type { Coordinator, RunRowCost } from '../coordination/coordinator.js';
 import { executeFire, runSettingKeys } from './statements.js';
 import type { ClaimMetricOutcome, RunnerMetrics, RunOutcome } from './metrics.js';
 import type { PlannedRun } from '../schedule/plan.js';
-import type { SessionPool, StatementSession } from './statement-sessions.js';
+import type { SessionPool, StatementSession } from '../clickhouse/sessions.js';
 import { RUN_STATUS } from '../coordination/tables.js';
 import { runWindow, type RunWindow } from '../schedule/window.js';
 

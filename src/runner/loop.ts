@@ -12,7 +12,7 @@ import type { RunnerMetrics } from './metrics.js';
 import { overrunFire, planTick, type PlannedRun } from '../schedule/plan.js';
 import { claimAndRun, type FinishedRun, type RunnerEvents, type TickRecord } from './fire.js';
 import { coordinationSettings, resolveTopology } from '../coordination/topology.js';
-import type { SessionPool } from './statement-sessions.js';
+import type { SessionPool } from '../clickhouse/sessions.js';
 import type { HuntSpec } from '../schedule/hunt-spec.js';
 import { Escalation } from './smoothing/escalation.js';
 import { SmoothingController, type CycleOutcome } from './smoothing/controller.js';

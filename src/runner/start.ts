@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
-import { openClickHouse, type ClickHouseHandle } from '../clickhouse/client.js';
+import type { ClickHouseHandle } from '../clickhouse/client.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { AppConfig } from '../config/load.js';
 import { silentLogger, type Logger } from '../log.js';
@@ -9,7 +9,6 @@ import { serveMetrics, type MetricsServer } from './probe-server.js';
 import { createRunnerMetrics, type RunnerMetrics } from './metrics.js';
 import type { RunnerEvents, TickRecord } from './fire.js';
 import { Runner } from './loop.js';
-import { embeddedSessionPool, sharedSessionPool } from './statement-sessions.js';
 import type { CycleOutcome } from './smoothing/controller.js';
 
 /**
@@ -30,7 +29,7 @@ export interface StartRunnerOptions {
   readonly time?: 'server' | 'clock';
   /** Default: DFE_HUNT_RUNNER_ID, else `<hostname>-<pid>-<random>` (unique, so two processes never share leases). */
   readonly runnerId?: string;
-  /** Embedded backend: opens a session for hunt statements. Default: openClickHouse(config.clickhouse). */
+  /** Opens a session for hunt statements where the backend needs more than one (handle.statementSessions). Default: the handle's own. */
   readonly openSession?: () => Promise<ClickHouseHandle>;
   readonly events?: RunnerEvents;
   /** Serve /livez, /readyz and /metrics here. Default: not served. */
@@ -66,10 +65,7 @@ export async function startRunner(options: StartRunnerOptions): Promise<RunnerHa
   const log = (options.log ?? silentLogger()).child({ component: 'hunt-runner' });
   const runnerId = options.runnerId ?? config.runner.runnerId ?? defaultRunnerId();
   const metrics = createRunnerMetrics();
-  const sessions =
-    handle.backend === 'embedded'
-      ? embeddedSessionPool(options.openSession ?? (() => openClickHouse(config.clickhouse)))
-      : sharedSessionPool(handle.client);
+  const sessions = handle.statementSessions(options.openSession);
   const runner = new Runner({
     runnerId,
     client: handle.client,

@@ -19,7 +19,7 @@ export function statementSettings(spec: HuntSpec, fire: number, index: number): 
 
 /**
  * The hunt's own settings keys, to reset on an embedded session after a run
- * (see statement-sessions.ts). log_comment and the dedup token need no reset: every
+ * (see src/clickhouse/embedded.ts). log_comment and the dedup token need no reset: every
  * statement sets its own and every coordination write sets them empty.
  */
 export function runSettingKeys(spec: HuntSpec): string[] {

@@ -30,7 +30,7 @@ declare module 'fastify' {
 export interface ShimDeps {
   /** Already loaded: the app is only built once a valid catalogue exists. */
   readonly catalogue: CatalogueProvider;
-  readonly clickhouse: Pick<ClickHouseHandle, 'backend' | 'target' | 'client'>;
+  readonly clickhouse: Pick<ClickHouseHandle, 'backend' | 'target' | 'client' | 'afterQueryError'>;
   readonly config: { readonly shim: ShimConfig };
   readonly clock?: Clock;
   readonly logger?: Logger;

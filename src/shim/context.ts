@@ -9,7 +9,7 @@ import type { StatusBoard } from './status-board.js';
 /** What the routes share; built once by app.ts. */
 export interface ShimContext {
   readonly catalogue: CatalogueProvider;
-  readonly clickhouse: Pick<ClickHouseHandle, 'backend' | 'target' | 'client'>;
+  readonly clickhouse: Pick<ClickHouseHandle, 'backend' | 'target' | 'client' | 'afterQueryError'>;
   readonly shim: ShimConfig;
   readonly executor: QueryExecutor;
   /** Auth of the query routes (mode `none`: allows all). */

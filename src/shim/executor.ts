@@ -18,7 +18,7 @@ import { servedValue } from './value.js';
  */
 export interface ExecutorOptions {
   /** Read at every query start, so a swapped client is picked up. */
-  readonly clickhouse: Pick<ClickHouseHandle, 'client' | 'backend'>;
+  readonly clickhouse: Pick<ClickHouseHandle, 'client' | 'afterQueryError'>;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly metrics: ShimMetrics;
@@ -138,7 +138,7 @@ export class QueryExecutor {
     const epoch = this.epochs.get(query.name) ?? 0;
     this.started += 1;
     metrics.inflight.inc();
-    const promise = fly(clickhouse.client, query, params, { drainAfterError: clickhouse.backend === 'embedded' }).then((report: FlightReport) => {
+    const promise = fly(clickhouse.client, query, params, { afterError: clickhouse.afterQueryError }).then((report: FlightReport) => {
       metrics.inflight.dec();
       if (this.inflight.get(key) === flight) this.inflight.delete(key);
       const { outcome } = report;

@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { ClickHouseClient } from '@clickhouse/client';
+import type { ClickHouseHandle } from '../clickhouse/client.js';
 import type { CompiledQuery } from '../catalogue/types.js';
 import { describeError } from '../errors.js';
 import { ABORT_MARGIN_MS, ReadAbortedError, ResultTooLargeError, runCompact } from './clickhouse-query.js';
@@ -31,25 +32,15 @@ function isTimeout(err: unknown, signal: AbortSignal): boolean {
   return code === '159' || /Timeout exceeded/i.test(describeError(err));
 }
 
-/**
- * Sharp edge of the embedded engine (chdb 3.4): the partial output of a query
- * that FAILED (a format's header, rows written before the error) is prepended
- * to the next result on the same connection. JSONCompact is one JSON document,
- * so a prefixed answer fails to parse and is held, never misread; and after an
- * error one throwaway query drains the leftover so the next answer is clean.
- */
-async function drainLeftover(client: ClickHouseClient): Promise<void> {
-  try {
-    const rs = await client.query({ query: 'SELECT 1', format: 'JSONCompactEachRow' });
-    await rs.text();
-  } catch {
-    // Nothing to do: a broken engine shows on the next real query.
-  }
-}
-
 export interface FlyOptions {
-  /** Drain leftover output after an error (the embedded backend; see drainLeftover). */
-  readonly drainAfterError: boolean;
+  /**
+   * What the connection needs after a failed query: the handle's
+   * `afterQueryError` (nothing on a server; on the embedded engine a drain of
+   * the failed query's leftover output, src/clickhouse/embedded.ts). JSONCompact
+   * is one JSON document, so an answer prefixed by such leftover fails to parse
+   * and is held, never misread.
+   */
+  readonly afterError: ClickHouseHandle['afterQueryError'];
 }
 
 export async function fly(
@@ -82,12 +73,7 @@ export async function fly(
       const message = timeout && controller.signal.aborted ? `no answer within ${query.timeoutSeconds} s (aborted)` : describeError(err);
       outcome = { kind: 'failed', reason: timeout ? 'timeout' : 'error', message };
     }
-    // After an abort the engine may still be computing; the drain would queue
-    // behind it, so it is not awaited there.
-    if (options.drainAfterError) {
-      if (controller.signal.aborted) void drainLeftover(client);
-      else await drainLeftover(client);
-    }
+    await options.afterError(client, controller.signal.aborted);
   } finally {
     clearTimeout(abortTimer);
   }

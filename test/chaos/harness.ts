@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
-import { openClickHouse, type ClickHouseClient, type ClickHouseHandle } from '../../src/clickhouse/client.js';
+import { openClickHouse, type ClickHouseClient, type ClickHouseHandle, type SessionPool } from '../../src/clickhouse/client.js';
 import { loadConfig } from '../../src/config/load.js';
 import { silentLogger } from '../../src/log.js';
 import { startShim, type RunningShim } from '../../src/cli/shim.js';
@@ -36,6 +36,14 @@ export class SwitchableClickHouse implements ClickHouseHandle {
   }
   get target(): string {
     return this.currentHandle?.target ?? 'none';
+  }
+  statementSessions(open?: () => Promise<ClickHouseHandle>): SessionPool {
+    if (!this.currentHandle) throw new Error('no ClickHouse target selected');
+    return this.currentHandle.statementSessions(open);
+  }
+  /** The current target's, read (like `client`) when a query starts. */
+  get afterQueryError(): ClickHouseHandle['afterQueryError'] {
+    return this.currentHandle?.afterQueryError ?? (async () => undefined);
   }
 
   async use(target: string | ClickHouseHandle): Promise<void> {

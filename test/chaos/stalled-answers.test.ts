@@ -1,5 +1,6 @@
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { serverHandle } from '../../src/clickhouse/client.js';
 import { MAX_RESULT_BYTES } from '../../src/shim/clickhouse-query.js';
 import { fly } from '../../src/shim/flight.js';
 import { floodServer, stallServer, type SocketFaultEndpoint } from '../helpers/faults.js';
@@ -31,12 +32,15 @@ async function open<T extends SocketFaultEndpoint>(make: () => Promise<T>): Prom
   return endpoint;
 }
 
+/** A server's handle does nothing after a failed query. */
+const NOTHING_AFTER_ERROR = async () => undefined;
+
 const query = compiled('stall', 'SELECT 1 AS value', { timeoutSeconds: 1, deadlineMs: 200, coldHold: 5 });
 
 describe.each(['half-body', 'trickle'] as const)('a response that stalls after its headers (%s)', (mode) => {
   it('the flight settles as a timeout and the shim closes the socket', async () => {
     const server = await open(() => stallServer(mode));
-    const report = await fly(patientClient(server.url), query, {}, { drainAfterError: false });
+    const report = await fly(patientClient(server.url), query, {}, { afterError: NOTHING_AFTER_ERROR });
     expect(report.outcome).toMatchObject({ kind: 'failed', reason: 'timeout' });
     await vi.waitFor(() => expect(server.closedByClient()).toBe(1), { timeout: 5_000 });
     expect(server.openSockets()).toBe(0);
@@ -45,7 +49,7 @@ describe.each(['half-body', 'trickle'] as const)('a response that stalls after i
   it('single-flight releases the key: the next poll starts a new query', async () => {
     const server = await open(() => stallServer(mode));
     const client = patientClient(server.url);
-    const t = await makeApp({ queries: [query], clickhouse: { backend: 'server', target: server.url, client } });
+    const t = await makeApp({ queries: [query], clickhouse: serverHandle(client, server.url) });
     cleanup.push(() => t.app.close());
     expect((await get(t.app, '/q/stall')).body).toMatchObject({ value: 5, source: 'cold_hold' });
     expect(server.hits()).toBe(1);
@@ -64,7 +68,7 @@ describe.each(['half-body', 'trickle'] as const)('a response that stalls after i
 describe('a 40 MB answer', () => {
   it('is cut off after MAX_RESULT_BYTES: a bad result, the socket closed, most of it never sent', async () => {
     const server = await open(() => floodServer(40 * 1024 * 1024));
-    const report = await fly(patientClient(server.url), { ...query, timeoutSeconds: 30 }, {}, { drainAfterError: false });
+    const report = await fly(patientClient(server.url), { ...query, timeoutSeconds: 30 }, {}, { afterError: NOTHING_AFTER_ERROR });
     expect(report.outcome).toMatchObject({ kind: 'failed', reason: 'bad_result' });
     expect(report.outcome.kind === 'failed' && report.outcome.message).toMatch(/larger than 1048576 bytes/);
     // Read: the cap plus at most one chunk.

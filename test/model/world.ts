@@ -33,6 +33,8 @@ export class ClickHouseLink {
   link: Link = 'up';
   readonly backend = 'embedded' as const;
   readonly target: string;
+  /** The engine's (a drain on the embedded engine), read with `client` when a query starts. */
+  readonly afterQueryError: ClickHouseHandle['afterQueryError'];
 
   constructor(
     private readonly engine: ClickHouseHandle,
@@ -40,6 +42,7 @@ export class ClickHouseLink {
     private readonly blackHole: Pick<ClickHouseHandle, 'client' | 'close'>,
   ) {
     this.target = engine.target;
+    this.afterQueryError = engine.afterQueryError;
   }
 
   get client(): ClickHouseClient {

@@ -38,6 +38,8 @@ beforeAll(async () => {
   const clickhouse = {
     backend: 'server' as const,
     target: 'http://127.0.0.1',
+    // As on a server: nothing after a failed query.
+    afterQueryError: async () => undefined,
     get client() {
       return current;
     },

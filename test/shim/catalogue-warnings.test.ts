@@ -7,7 +7,7 @@ import { capturingLogger, makeApp } from './helpers.js';
 /** Issue 9 item 11: a deadline KEDA cannot wait for is logged at load and at a reload that changes it. */
 const DBS = { dataDatabase: 'dfe', otelDatabase: 'otel', builtins: SHIM_CATALOGUE_BUILTINS };
 const catalogue = (yaml: string) => [...compileCatalogue([parseCatalogueText(yaml, 'override.yaml')], DBS).values()];
-const NO_CLICKHOUSE = { backend: 'server' as const, target: 'none', client: undefined as never };
+const NO_CLICKHOUSE = { backend: 'server' as const, target: 'none', client: undefined as never, afterQueryError: async () => undefined };
 
 describe('catalogue warnings reach the log', () => {
   it('at startup and on a reload that changes the query', async () => {

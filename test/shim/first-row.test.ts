@@ -17,7 +17,7 @@ beforeAll(async () => {
 afterAll(async () => db?.close());
 
 async function run(sql: string, over: Parameters<typeof compiled>[2] = {}) {
-  const report = await fly(db.handle.client, compiled('q', sql, { timeoutSeconds: 30, ...over }), {}, { drainAfterError: true });
+  const report = await fly(db.handle.client, compiled('q', sql, { timeoutSeconds: 30, ...over }), {}, { afterError: db.handle.afterQueryError });
   return report;
 }
 

@@ -80,7 +80,7 @@ export interface AppUnderTest {
 
 export async function makeApp(options: {
   queries: readonly CompiledQuery[];
-  clickhouse: Pick<ClickHouseHandle, 'backend' | 'target' | 'client'>;
+  clickhouse: Pick<ClickHouseHandle, 'backend' | 'target' | 'client' | 'afterQueryError'>;
   clock?: Clock;
   env?: Record<string, string>;
   logger?: Logger;

@@ -70,7 +70,7 @@ describe('TLS files that cannot be read', () => {
     const missing = join(dir, 'missing.crt');
     const err = await makeApp({
       queries: [compiled('one', 'SELECT 1')],
-      clickhouse: { backend: 'embedded', target: 'unused', client: undefined as never },
+      clickhouse: { backend: 'embedded', target: 'unused', client: undefined as never, afterQueryError: async () => undefined },
       env: { DFE_KEDA_SHIM_TLS_CERT_FILE: missing, DFE_KEDA_SHIM_TLS_KEY_FILE: keyFile },
     }).catch((e: unknown) => e);
     expect(isDfeError(err, 'CONFIG_INVALID')).toBe(true);
