@@ -15,6 +15,7 @@ export default defineConfig({
       'test/config/**/*.test.ts',
       'test/shim/{pure,catalogue-warnings}.test.ts',
       'test/errors.test.ts',
+      'test/log.test.ts',
     ],
     pool: 'forks',
     maxWorkers: 2,

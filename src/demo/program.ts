@@ -58,7 +58,7 @@ async function startAll(config: AppConfig, logger: Logger, handle: ClickHouseHan
   // Two minutes of past events first, so the hunts' first runs (which cover the interval
   // before start) already find the attack bursts: a detection within seconds, not minutes.
   await seedRecentHistory(handle.client, ch.dataDatabase, Date.now());
-  const onFeedError = (err: unknown) => logger.warn({ reason: describeError(err) }, 'demo feeder write failed');
+  const onFeedError = (err: unknown) => logger.warn({ err }, 'demo feeder write failed');
   const events = startEventFeeder(handle.client, ch.dataDatabase, { onError: onFeedError });
   const pressure = startPressureFeeder({ client: handle.client, database: ch.otelDatabase, onError: onFeedError });
   started.push(() => Promise.all([events.stop(), pressure.stop()]).then(() => undefined));

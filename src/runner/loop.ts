@@ -2,7 +2,6 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { setMaxListeners } from 'node:events';
 import type { Clock } from '../clock.js';
 import type { ClickHouseConfig, RunnerConfig } from '../config/load.js';
-import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { Coordinator } from '../coordination/coordinator.js';
 import { ServerTime, type CoordinationTime } from '../coordination/server-clock.js';
@@ -97,7 +96,7 @@ export class Runner {
     try {
       signature = huntsDirSignature(this.deps.settings.huntsDir);
     } catch (err) {
-      this.deps.log.warn({ err: describeError(err) }, 'hunts directory unreadable; keeping the hunts loaded before');
+      this.deps.log.warn({ err }, 'hunts directory unreadable; keeping the hunts loaded before');
       return;
     }
     if (signature === this.signature) return;
@@ -158,7 +157,7 @@ export class Runner {
 
   private markClickHouse(state: 'up' | 'down', err?: unknown): void {
     if (state === 'down' && this.chState !== 'down') {
-      this.deps.log.error({ err: describeError(err) }, 'ClickHouse unreachable; ticks are skipped until it answers');
+      this.deps.log.error({ err }, 'ClickHouse unreachable; ticks are skipped until it answers');
     } else if (state === 'up' && this.chState === 'down') {
       this.deps.log.info('ClickHouse answers again; ticking');
     }
@@ -179,7 +178,7 @@ export class Runner {
       await coord.heartbeat(this.deps.runnerId, this.deps.settings.pollSeconds).then(
         () => this.deps.metrics.lastHeartbeat.set(this.deps.clock.nowMs() / 1000),
         (err: unknown) => {
-          this.deps.log.warn({ err: describeError(err) }, 'heartbeat write failed; the tick goes on');
+          this.deps.log.warn({ err }, 'heartbeat write failed; the tick goes on');
         },
       );
       this.markClickHouse('up');
@@ -213,7 +212,7 @@ export class Runner {
     if (!this.escalation || nowMs - this.gaugeRefreshedMs < DISABLED_GAUGE_REFRESH_MS) return;
     this.gaugeRefreshedMs = nowMs;
     this.escalation.refreshGauge().catch((err: unknown) => {
-      if (!this.abort.signal.aborted) this.deps.log.warn({ err: describeError(err) }, 'could not read auto-disabled hunts');
+      if (!this.abort.signal.aborted) this.deps.log.warn({ err }, 'could not read auto-disabled hunts');
     });
   }
 
@@ -268,7 +267,7 @@ export class Runner {
       run.overrunCountedThrough = newer;
       this.deps.metrics.overruns.inc();
       this.deps.log.warn({ hunt: huntId, fire: run.fire, due: newer }, 'hunt overrun: the next fire came due while this one still runs');
-      coord.addOverrun(huntId).catch((err: unknown) => this.deps.log.warn({ err: describeError(err) }, 'could not record an overrun'));
+      coord.addOverrun(huntId).catch((err: unknown) => this.deps.log.warn({ err }, 'could not record an overrun'));
     }
   }
 

@@ -54,7 +54,7 @@ export function installSignals(options: SignalOptions): InstalledSignals {
   const onHup = () => {
     if (!options.reload) return;
     logger.info('SIGHUP: reloading the catalogue');
-    options.reload().catch((e: unknown) => logger.error({ reason: describeError(e) }, 'catalogue reload failed'));
+    options.reload().catch((err: unknown) => logger.error({ err }, 'catalogue reload failed'));
   };
   process.on('SIGHUP', onHup);
   return {
