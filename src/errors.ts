@@ -18,17 +18,20 @@ export interface ErrorTableRow {
 }
 
 export const ERRORS = Object.freeze({
+  // Bad input: fix the command line, the environment or the request.
   USAGE: { httpStatus: 500, exitCode: 2, meaning: 'a CLI command, argument or flag combination that is not accepted' },
   CONFIG_INVALID: { httpStatus: 500, exitCode: 2, meaning: 'an environment variable or flag with an invalid value, or an unreadable file it names' },
   PARAM_INVALID: { httpStatus: 400, exitCode: 2, meaning: 'a missing or invalid request parameter, or a hunt id the CLI does not know' },
+  // What a request can meet.
   QUERY_UNKNOWN: { httpStatus: 404, exitCode: 1, meaning: 'a query name the catalogue does not have' },
   UNAUTHORIZED: { httpStatus: 401, exitCode: 1, meaning: 'a request that fails the configured auth check' },
   STALE: { httpStatus: 503, exitCode: 1, meaning: 'the last-good value is older than max_stale_seconds and ClickHouse gives no fresh one' },
   CLICKHOUSE_FAILED: { httpStatus: 503, exitCode: 1, meaning: 'ClickHouse answered, but not with what the coordination protocol needs' },
+  // Files and setup a process stops on.
   CATALOGUE_INVALID: { httpStatus: 500, exitCode: 1, meaning: 'a query catalogue file that does not validate (file, query, key, value)' },
   CATALOGUE_MISSING: { httpStatus: 500, exitCode: 1, meaning: 'a configured query catalogue file that does not exist' },
-  IDENTIFIER_INVALID: { httpStatus: 500, exitCode: 1, meaning: 'a database, table or column name that is not a plain identifier' },
   HUNT_SPEC_INVALID: { httpStatus: 500, exitCode: 1, meaning: 'a hunt file or hunt statement that does not validate' },
+  IDENTIFIER_INVALID: { httpStatus: 500, exitCode: 1, meaning: 'a database, table or column name that is not a plain identifier' },
   EMBEDDED_UNAVAILABLE: { httpStatus: 500, exitCode: 1, meaning: 'no ClickHouse URL and the embedded engine (npm chdb) is not installed' },
 } as const satisfies Record<string, ErrorTableRow>);
 

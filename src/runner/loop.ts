@@ -11,6 +11,7 @@ import type { RunnerMetrics } from './metrics.js';
 import { overrunFire, planTick, type PlannedRun } from '../schedule/plan.js';
 import { claimAndRun, type FinishedRun, type RunnerEvents, type TickRecord } from './fire.js';
 import { coordinationSettings, resolveTopology } from '../coordination/topology.js';
+import type { ResolvedTopology } from '../coordination/tables.js';
 import type { SessionPool } from './statement-sessions.js';
 import type { HuntSpec } from '../schedule/hunt-spec.js';
 import { Escalation } from './smoothing/escalation.js';
@@ -39,6 +40,8 @@ export interface RunnerDeps {
   readonly metrics: RunnerMetrics;
   readonly log: Logger;
   readonly events: RunnerEvents;
+  /** Resolved by the caller once per process; when absent, the first tick that reaches ClickHouse resolves it. */
+  readonly topology?: ResolvedTopology;
 }
 
 interface InFlight {
@@ -107,7 +110,7 @@ export class Runner {
   private async coordinator(): Promise<Coordinator> {
     if (this.coord) return this.coord;
     const { client, clickhouse } = this.deps;
-    const topology = await resolveTopology(client, clickhouse.dataDatabase, clickhouse.topology, clickhouse.cluster);
+    const topology = this.deps.topology ?? (await resolveTopology(client, clickhouse));
     const time: CoordinationTime = this.deps.time === 'clock' ? { kind: 'clock', clock: this.deps.clock } : { kind: 'server' };
     const serverTime = new ServerTime(time, this.deps.clock);
     this.coord = new Coordinator(client, clickhouse.dataDatabase, coordinationSettings(topology), serverTime, this.abort.signal);
