@@ -14,6 +14,8 @@ export default defineConfig({
       'test/catalogue/{load,merge,merge-binds,store,validation}.test.ts',
       'test/config/**/*.test.ts',
       'test/shim/{pure,catalogue-warnings}.test.ts',
+      'test/errors.test.ts',
+      'test/log.test.ts',
     ],
     pool: 'forks',
     maxWorkers: 2,

@@ -34,7 +34,7 @@ export async function startBenchShim(
     ...('url' in clickhouse ? { DFE_CLICKHOUSE_URL: clickhouse.url } : { DFE_CLICKHOUSE_BACKEND: 'server', DFE_CLICKHOUSE_URL: 'http://127.0.0.1:1' }),
     ...env,
   });
-  const shim = await startShim({ config, logger: silentLogger(), handleSignals: false, ...('url' in clickhouse ? {} : { clickhouse }) });
+  const shim = await startShim({ config, logger: silentLogger(), ...('url' in clickhouse ? {} : { clickhouse }) });
   return {
     url: shim.url,
     shim,

@@ -2,22 +2,40 @@
  * Every error this package raises on purpose. One class, a stable `code`, and
  * the file/key/value an operator needs to fix the input (bad input gets a clear
  * error naming the file, key and value).
+ *
+ * ERRORS is the one table of what each code means outside the process: the
+ * HTTP status the shim answers with (src/shim/error-handler.ts) and the exit
+ * code a CLI ends with (src/cli/shell.ts). docs/api.md#errors lists it; a test
+ * (test/errors.test.ts) pins it.
  */
-export type DfeErrorCode =
-  | 'CONFIG_INVALID'
-  | 'CATALOGUE_INVALID'
-  | 'CATALOGUE_MISSING'
-  | 'IDENTIFIER_INVALID'
-  | 'QUERY_UNKNOWN'
-  | 'PARAM_INVALID'
-  | 'RESULT_INVALID'
-  | 'CLICKHOUSE_FAILED'
-  | 'DEADLINE_PASSED'
-  | 'STALE'
-  | 'UNAUTHORIZED'
-  | 'HUNT_SPEC_INVALID'
-  | 'EMBEDDED_UNAVAILABLE'
-  | 'USAGE';
+export interface ErrorTableRow {
+  /** The shim's answer when a request meets this error. 500: never expected over HTTP. */
+  readonly httpStatus: number;
+  /** The exit code of a CLI that stops on this error: 2 for bad input, 1 for a failure on the way. */
+  readonly exitCode: 1 | 2;
+  /** What it means, for docs and readers. */
+  readonly meaning: string;
+}
+
+export const ERRORS = Object.freeze({
+  // Bad input: fix the command line, the environment or the request.
+  USAGE: { httpStatus: 500, exitCode: 2, meaning: 'a CLI command, argument or flag combination that is not accepted' },
+  CONFIG_INVALID: { httpStatus: 500, exitCode: 2, meaning: 'an environment variable or flag with an invalid value, or an unreadable file it names' },
+  PARAM_INVALID: { httpStatus: 400, exitCode: 2, meaning: 'a missing or invalid request parameter, or a hunt id the CLI does not know' },
+  // What a request can meet.
+  QUERY_UNKNOWN: { httpStatus: 404, exitCode: 1, meaning: 'a query name the catalogue does not have' },
+  UNAUTHORIZED: { httpStatus: 401, exitCode: 1, meaning: 'a request that fails the configured auth check' },
+  STALE: { httpStatus: 503, exitCode: 1, meaning: 'the last-good value is older than max_stale_seconds and ClickHouse gives no fresh one' },
+  CLICKHOUSE_FAILED: { httpStatus: 503, exitCode: 1, meaning: 'ClickHouse answered, but not with what the coordination protocol needs' },
+  // Files and setup a process stops on.
+  CATALOGUE_INVALID: { httpStatus: 500, exitCode: 1, meaning: 'a query catalogue file that does not validate (file, query, key, value)' },
+  CATALOGUE_MISSING: { httpStatus: 500, exitCode: 1, meaning: 'a configured query catalogue file that does not exist' },
+  HUNT_SPEC_INVALID: { httpStatus: 500, exitCode: 1, meaning: 'a hunt file or hunt statement that does not validate' },
+  IDENTIFIER_INVALID: { httpStatus: 500, exitCode: 1, meaning: 'a database, table or column name that is not a plain identifier' },
+  EMBEDDED_UNAVAILABLE: { httpStatus: 500, exitCode: 1, meaning: 'no ClickHouse URL and the embedded engine (npm chdb) is not installed' },
+} as const satisfies Record<string, ErrorTableRow>);
+
+export type DfeErrorCode = keyof typeof ERRORS;
 
 export interface DfeErrorDetails {
   readonly file?: string;
@@ -25,6 +43,8 @@ export interface DfeErrorDetails {
   readonly value?: unknown;
   readonly query?: string;
   readonly cause?: unknown;
+  /** UNAUTHORIZED: the WWW-Authenticate challenge the answer carries, if the auth mode has one. */
+  readonly challenge?: string;
 }
 
 export class DfeError extends Error {
@@ -33,6 +53,7 @@ export class DfeError extends Error {
   readonly key: string | undefined;
   readonly value: unknown;
   readonly query: string | undefined;
+  readonly challenge: string | undefined;
 
   constructor(code: DfeErrorCode, message: string, details: DfeErrorDetails = {}) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
@@ -42,11 +63,23 @@ export class DfeError extends Error {
     this.key = details.key;
     this.value = details.value;
     this.query = details.query;
+    this.challenge = details.challenge;
   }
 }
 
 export function isDfeError(err: unknown, code?: DfeErrorCode): err is DfeError {
   return err instanceof DfeError && (code === undefined || err.code === code);
+}
+
+/**
+ * The exit code of a CLI that stops on `err`, from the table; node's own
+ * argument-parser errors (unknown option, missing value) are usage errors too;
+ * anything else is a failure on the way (1).
+ */
+export function exitCodeOf(err: unknown): 1 | 2 {
+  if (isDfeError(err)) return ERRORS[err.code].exitCode;
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS') ? 2 : 1;
 }
 
 /** A short, single-line description of any thrown value, safe for logs. */

@@ -33,10 +33,39 @@ export function apiKeyRedactPaths(header: string, param: string): string[] {
   return [`req.headers[${JSON.stringify(header.toLowerCase())}]`, `req.query[${JSON.stringify(param)}]`];
 }
 
+/** `scheme://user:password@` anywhere in a text: what is between `//` and the last `@` of the authority. */
+const URL_USERINFO = /([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^\s/?#]*@/g;
+
+/** A text with the `user:password@` of every URL in it masked. */
+export function maskUrlUserinfo(text: string): string {
+  return text.replace(URL_USERINFO, '$1[redacted]@');
+}
+
+function maskStrings(value: unknown, depth: number): unknown {
+  if (typeof value === 'string') return maskUrlUserinfo(value);
+  if (depth > 4 || value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map((v) => maskStrings(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) out[key] = maskStrings(v, depth + 1);
+  return out;
+}
+
+/**
+ * `{ err }` in a log call: pino's own error serialiser (type, message and
+ * stack with their causes, the error's fields), then every URL's credentials
+ * masked. A client error may quote the URL it was given (a DFE_CLICKHOUSE_URL
+ * with `user:password@`), and the static redaction paths cannot see inside a
+ * message or a stack.
+ */
+export function serializeError(err: unknown): unknown {
+  return maskStrings(pino.stdSerializers.err(err as Error), 0);
+}
+
 export function loggerOptions(settings: LogSettings): LoggerOptions {
   const options: LoggerOptions = {
     level: settings.level,
     redact: { paths: [...new Set([...REDACT_PATHS, ...(settings.redact ?? [])])], censor: '[redacted]' },
+    serializers: { err: serializeError },
     base: { pid: process.pid },
   };
   if (settings.format === 'pretty') {

@@ -1,10 +1,20 @@
 #!/usr/bin/env node
-/** `npm start`: the all-in-one demo (src/demo/program.ts), with its exit code. */
-import { describeError, isDfeError } from '../errors.js';
-import { runDemo } from '../demo/program.js';
+/**
+ * `npm start`: the all-in-one demo (src/demo/program.ts) in the CLI shell. A
+ * stop waits up to 15 s; only the first SIGINT/SIGTERM counts (see
+ * `ignoreRepeatedStop` in shell.ts: npm delivers Ctrl-C twice).
+ */
+import { demoConfig, startDemo } from '../demo/program.js';
+import { exitWhenDone, launch } from './shell.js';
 
-runDemo().catch((err: unknown) => {
-  const line = isDfeError(err) ? (err.message.split('\n')[0] ?? err.code) : describeError(err);
-  process.stderr.write(`dfe demo: ${line}\n`);
-  process.exit(isDfeError(err, 'CONFIG_INVALID') ? 2 : 1);
-});
+const failure = { prefix: 'dfe demo: ' };
+
+exitWhenDone(
+  launch({
+    failure,
+    configure: () => demoConfig(),
+    start: startDemo,
+    signals: (demo) => ({ logger: demo.logger, graceMs: 15_000, stoppingMessage: 'shutting down', ignoreRepeatedStop: true }),
+  }),
+  failure,
+);

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { openClickHouse, type ClickHouseHandle } from '../clickhouse/client.js';
 import { loadConfig, type AppConfig } from '../config/load.js';
-import { DfeError, describeError, isDfeError } from '../errors.js';
+import { DfeError } from '../errors.js';
 import { createLogger, loggerOptions, type Logger } from '../log.js';
 import { Coordinator } from '../coordination/coordinator.js';
 import { dueRowsSql, type DueRow } from '../coordination/due-sql.js';
@@ -11,8 +11,9 @@ import { loadHuntsDir, logHuntSet } from '../schedule/hunt-files.js';
 import { materialise, materialiseSummary, readSchedule } from '../coordination/materialise.js';
 import { applySchema, coordinationSettings, resolveTopology } from '../coordination/topology.js';
 import { schemaDdl, type SchemaOptions } from '../coordination/tables.js';
-import { startRunner } from '../runner/start.js';
+import { startHuntRunner, type HuntRunnerProcess } from '../runner/start.js';
 import { enableHunt, readDisabled } from '../runner/smoothing/hunt-state.js';
+import { exitWhenDone, launch, reportFailure, type FailureStyle, type Program, type Running } from './shell.js';
 import { applyCommand, exportCommand, parseCycles, planCommand, statusCommand } from './smoothing.js';
 
 const USAGE = `Usage: dfe-hunt-runner <command> [options]
@@ -51,7 +52,13 @@ Options (each overrides its environment variable):
 
 type Flags = Record<string, string | boolean | undefined>;
 
-function parse(argv: string[]): { command: string | undefined; rest: string[]; flags: Flags } {
+interface Parsed {
+  readonly command: string | undefined;
+  readonly rest: string[];
+  readonly flags: Flags;
+}
+
+function parse(argv: string[]): Parsed {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -102,8 +109,7 @@ async function withClickHouse<T>(config: AppConfig, fn: (handle: ClickHouseHandl
 }
 
 async function settingsFor(handle: ClickHouseHandle, config: AppConfig) {
-  const { dataDatabase, topology, cluster } = config.clickhouse;
-  return coordinationSettings(await resolveTopology(handle.client, dataDatabase, topology, cluster));
+  return coordinationSettings(await resolveTopology(handle.client, config.clickhouse));
 }
 
 function schemaOptions(config: AppConfig): SchemaOptions {
@@ -112,9 +118,9 @@ function schemaOptions(config: AppConfig): SchemaOptions {
 
 async function schemaCommand(config: AppConfig, flags: Flags): Promise<void> {
   if (flags.apply && flags.print) throw new DfeError('USAGE', 'schema takes --apply or --print, not both');
-  const { dataDatabase, topology, cluster } = config.clickhouse;
+  const { dataDatabase } = config.clickhouse;
   await withClickHouse(config, async (handle) => {
-    const resolved = await resolveTopology(handle.client, dataDatabase, topology, cluster);
+    const resolved = await resolveTopology(handle.client, config.clickhouse);
     if (!flags.apply) {
       for (const statement of schemaDdl(dataDatabase, resolved, schemaOptions(config))) process.stdout.write(`${statement};\n`);
       return;
@@ -210,92 +216,59 @@ async function smoothingCommand(config: AppConfig, verb: string | undefined, fla
   });
 }
 
-async function runCommand(config: AppConfig, flags: Flags): Promise<void> {
-  const log = createLogger(config.log);
-  const handle = await openClickHouse(config.clickhouse);
-  const { dataDatabase, topology, cluster } = config.clickhouse;
-  try {
-    await applySchema(handle.client, dataDatabase, await resolveTopology(handle.client, dataDatabase, topology, cluster), schemaOptions(config));
-  } catch (err) {
-    // A runner user may lack CREATE rights; the chart's Job applies the schema then.
-    log.warn({ err: describeError(err) }, 'could not apply the schema; assuming it exists');
-  }
-  const host = typeof flags['metrics-host'] === 'string' ? flags['metrics-host'] : '0.0.0.0';
-  const runner = await startRunner({ handle, config, log, serve: { host, port: config.runner.metricsPort } });
-  log.info({ runner: runner.runnerId, target: handle.target, metrics: runner.metricsUrl }, 'hunt runner started');
-  await new Promise<void>((resolve) => {
-    const shutdown = (signal: string) => {
-      log.info({ signal }, 'stopping: waiting for in-flight runs');
-      resolve();
-    };
-    process.once('SIGTERM', () => shutdown('SIGTERM'));
-    process.once('SIGINT', () => shutdown('SIGINT'));
-  });
-  await runner.stop();
-  await handle.close();
+/**
+ * Bounds a stop of `run`: in-flight runs finish and release within it, inside the
+ * chart's 60 s terminationGracePeriodSeconds; a run still going past it keeps its
+ * lease until the lease expires (docs/claim-protocol.md), so another runner retries the fire.
+ */
+const RUN_GRACE_MS = 50_000;
+
+/** `run`: materialise, then tick every --poll seconds until SIGTERM/SIGINT. */
+function runProgram(flags: Flags, failure: FailureStyle): Program<AppConfig, HuntRunnerProcess> {
+  return {
+    failure,
+    configure: () => loadConfig(process.env, stringFlags(flags)),
+    start(config) {
+      const host = typeof flags['metrics-host'] === 'string' ? flags['metrics-host'] : '0.0.0.0';
+      return startHuntRunner({ config, log: createLogger(config.log), serve: { host, port: config.runner.metricsPort } });
+    },
+    signals: (runner) => ({ logger: runner.logger, graceMs: RUN_GRACE_MS, stoppingMessage: 'stopping: waiting for in-flight runs' }),
+  };
 }
 
-async function main(argv: string[]): Promise<number> {
-  let parsed: ReturnType<typeof parse>;
+/** The one-shot commands: each ends with exit 0, or throws. */
+const COMMANDS: Readonly<Record<string, (config: AppConfig, parsed: Parsed) => Promise<void>>> = {
+  materialise: (config) => materialiseCommand(config, stderrLogger(config)),
+  due: (config, { flags }) => dueCommand(config, flags),
+  'run-now': (config, { rest }) => runNowCommand(config, rest[0]),
+  schema: (config, { flags }) => schemaCommand(config, flags),
+  enable: (config, { rest }) => enableCommand(config, rest[0]),
+  smoothing: (config, { rest, flags }) => smoothingCommand(config, rest[0], flags),
+};
+
+async function main(argv: string[]): Promise<Running | number> {
+  let parsed: Parsed;
   try {
     parsed = parse(argv);
   } catch (err) {
-    process.stderr.write(`${describeError(err)}\n\n${USAGE}`);
-    return 2;
+    return reportFailure(err, { prefix: '', usage: USAGE });
   }
-  const { command, rest, flags } = parsed;
+  const { command, flags } = parsed;
   if (flags.help || command === undefined || command === 'help') {
     process.stdout.write(USAGE);
     return command === undefined && !flags.help ? 2 : 0;
   }
+  const failure: FailureStyle = { prefix: `dfe-hunt-runner ${command}: `, usage: USAGE, wholeMessage: true };
+  if (command === 'run') return launch(runProgram(flags, failure));
   try {
     const config = loadConfig(process.env, stringFlags(flags));
-    switch (command) {
-      case 'run':
-        await runCommand(config, flags);
-        return 0;
-      case 'materialise':
-        await materialiseCommand(config, stderrLogger(config));
-        return 0;
-      case 'due':
-        await dueCommand(config, flags);
-        return 0;
-      case 'run-now':
-        await runNowCommand(config, rest[0]);
-        return 0;
-      case 'schema':
-        await schemaCommand(config, flags);
-        return 0;
-      case 'enable':
-        await enableCommand(config, rest[0]);
-        return 0;
-      case 'smoothing':
-        await smoothingCommand(config, rest[0], flags);
-        return 0;
-      default:
-        throw new DfeError('USAGE', `unknown command ${JSON.stringify(command)}`);
-    }
+    const commandFn = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
+    if (commandFn === undefined) throw new DfeError('USAGE', `unknown command ${JSON.stringify(command)}`);
+    await commandFn(config, parsed);
+    return 0;
   } catch (err) {
-    // Bad input (usage, config, an unknown hunt) exits 2; a failure on the way exits 1.
-    const badInput = isDfeError(err, 'USAGE') || isDfeError(err, 'CONFIG_INVALID') || isDfeError(err, 'PARAM_INVALID');
-    const message = isDfeError(err) ? err.message : describeError(err);
-    process.stderr.write(`dfe-hunt-runner ${command}: ${message}\n${isDfeError(err, 'USAGE') ? `\n${USAGE}` : ''}`);
-    return badInput ? 2 : 1;
+    return reportFailure(err, failure);
   }
 }
 
-// `dfe-hunt-runner schema --print | head`: a closed pipe ends the output, not the process with a stack trace.
-process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-  if (err.code === 'EPIPE') process.exit(0);
-  throw err;
-});
-
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    process.stderr.write(`dfe-hunt-runner: ${describeError(err)}\n`);
-    process.exitCode = 1;
-  },
-);
+exitWhenDone(main(process.argv.slice(2)), { prefix: 'dfe-hunt-runner: ' });

@@ -1,10 +1,9 @@
 #!/usr/bin/env node
-import { realpathSync } from 'node:fs';
-import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../config/load.js';
-import { DfeError, describeError, isDfeError } from '../errors.js';
+import { loadConfig, type AppConfig } from '../config/load.js';
+import { DfeError } from '../errors.js';
 import { startShim, type RunningShim } from '../shim/start.js';
+import { exitWhenDone, invokedDirectly, launch, type Program } from './shell.js';
 
 export { startShim, type RunningShim, type StartShimOptions } from '../shim/start.js';
 
@@ -45,42 +44,36 @@ function parseFlags(argv: readonly string[]): { help: boolean; flags: Record<str
   return { help: help === true, flags: flags as Record<string, string | undefined> };
 }
 
-/** The exit code a startup failure gets: 2 for usage and configuration, 1 for the rest. */
-export function exitCodeOf(err: unknown): number {
-  if (isDfeError(err, 'CONFIG_INVALID') || isDfeError(err, 'USAGE')) return 2;
-  // parseArgs' own errors (unknown option, missing value) are usage errors too.
-  const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS') ? 2 : 1;
+const GRACE_MS = 10_000;
+
+/**
+ * The shim as the shell drives it: argv and env → config, start, and signals
+ * (SIGTERM/SIGINT: stop accepting, let in-flight answers finish, close
+ * ClickHouse, exit 0, within 10 s; SIGHUP: reload the catalogue).
+ */
+function shimProgram(argv: readonly string[], env: NodeJS.ProcessEnv): Program<AppConfig, RunningShim> {
+  return {
+    failure: { prefix: 'dfe-keda-shim: ' },
+    configure() {
+      const { help, flags } = parseFlags(argv);
+      if (!help) return loadConfig(env, flags);
+      process.stdout.write(`${USAGE}\n`);
+      return 0;
+    },
+    start: (config) => startShim({ config }),
+    signals: (shim) => ({
+      logger: shim.logger,
+      graceMs: GRACE_MS,
+      stoppingMessage: 'shutting down: finishing in-flight answers',
+      stoppedMessage: 'shut down',
+      reload: () => shim.catalogue.reload(),
+    }),
+  };
 }
 
 /** Runs the CLI. Resolves with the running shim, or an exit code when it will not run. */
-export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<RunningShim | number> {
-  try {
-    const { help, flags } = parseFlags(argv);
-    if (help) {
-      process.stdout.write(`${USAGE}\n`);
-      return 0;
-    }
-    return await startShim({ config: loadConfig(env, flags) });
-  } catch (err) {
-    // One line an operator can act on: it names the key or file (DfeError messages do).
-    const line = isDfeError(err) ? (err.message.split('\n')[0] ?? err.code) : describeError(err);
-    process.stderr.write(`dfe-keda-shim: ${line}\n`);
-    return exitCodeOf(err);
-  }
+export function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<RunningShim | number> {
+  return launch(shimProgram(argv, env));
 }
 
-function invokedDirectly(): boolean {
-  const script = process.argv[1];
-  if (script === undefined) return false;
-  try {
-    return import.meta.url === pathToFileURL(realpathSync(script)).href;
-  } catch {
-    return false;
-  }
-}
-
-if (invokedDirectly()) {
-  const result = await main(process.argv.slice(2));
-  if (typeof result === 'number') process.exit(result);
-}
+if (invokedDirectly(import.meta.url)) exitWhenDone(main(process.argv.slice(2)), { prefix: 'dfe-keda-shim: ' });

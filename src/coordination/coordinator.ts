@@ -7,6 +7,7 @@ import type { CoordinationSettings } from './topology.js';
 import { ServerTime } from './server-clock.js';
 import type { TickSnapshot } from '../schedule/plan.js';
 import { systemClock } from '../clock.js';
+import { DfeError } from '../errors.js';
 import { RUN_STATUS, TABLES } from './tables.js';
 
 export type { TickSnapshot };
@@ -128,7 +129,7 @@ export class Coordinator {
   async tick(): Promise<TickSnapshot> {
     const sql = dueTickSql(this.database, { now: this.time.time.kind === 'server' ? 'server' : 'param' });
     const [row] = await this.read<DueTickRow>(sql, {});
-    if (!row) throw new Error('the due query returned no row');
+    if (!row) throw new DfeError('CLICKHOUSE_FAILED', 'the due query returned no row');
     const serverNow = Number(row.server_now);
     this.time.observe(serverNow);
     return {
@@ -226,7 +227,7 @@ export class Coordinator {
     let leaseUntil = 0;
     if (leaseSeconds !== 'release') {
       const now = this.time.nowSeconds();
-      if (now === undefined) throw new Error('no ClickHouse clock reading yet');
+      if (now === undefined) throw new DfeError('CLICKHOUSE_FAILED', 'no ClickHouse clock reading yet');
       leaseUntil = now + leaseSeconds;
     }
     await this.insertRows(TABLES.lease, ['hunt_id', 'owner', 'fire', 'lease_until'], [{ hunt_id: huntId, owner, fire, lease_until: leaseUntil }]);

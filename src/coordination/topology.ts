@@ -1,18 +1,18 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { ClickHouseSettings } from '@clickhouse/client';
-import type { Topology } from '../config/load.js';
+import type { ClickHouseConfig } from '../config/load.js';
 import { DEFAULT_SCHEMA_OPTIONS, schemaSteps, type ResolvedTopology, type SchemaOptions } from './tables.js';
 
 /**
  * Topology `auto` (docs/tables.md#topology): a Replicated database → replicated tables in it;
- * `shard` + `replica` macros → replicated tables ON CLUSTER; else single node.
+ * `shard` + `replica` macros → replicated tables ON CLUSTER; else single node. A process
+ * resolves it once and hands the result on (the runner takes it as `topology`).
  */
 export async function resolveTopology(
   client: ClickHouseClient,
-  database: string,
-  wanted: Topology,
-  cluster: string,
+  config: Pick<ClickHouseConfig, 'dataDatabase' | 'topology' | 'cluster'>,
 ): Promise<ResolvedTopology> {
+  const { dataDatabase: database, topology: wanted, cluster } = config;
   if (wanted === 'single') return { kind: 'single' };
   const engineRows = await client.query({
     query: 'SELECT engine FROM system.databases WHERE name = {db:String}',

@@ -6,11 +6,9 @@
  * Set DFE_CLICKHOUSE_URL to run the same demo against a server.
  */
 import { fileURLToPath } from 'node:url';
-import closeWithGrace from 'close-with-grace';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { openClickHouse, type ClickHouseHandle } from '../clickhouse/client.js';
 import { loadConfig, type AppConfig } from '../config/load.js';
-import { describeError } from '../errors.js';
 import { createLogger, type Logger } from '../log.js';
 import { createDemoTables, seedRecentHistory, startEventFeeder } from './demo-data.js';
 import { dueCountSql } from '../coordination/due-sql.js';
@@ -31,25 +29,35 @@ const DEMO_ENV: Readonly<Record<string, string>> = Object.freeze({
   LOG_LEVEL: 'warn',
 });
 
-/** Runs the demo until a stop signal; rejects if startup fails (everything started so far is stopped first). */
-export async function runDemo(): Promise<void> {
-  const config = loadConfig({ ...DEMO_ENV, ...process.env });
+/** The demo's config: the environment over the demo defaults. */
+export function demoConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  return loadConfig({ ...DEMO_ENV, ...env });
+}
+
+export interface RunningDemo {
+  readonly logger: Logger;
+  /** Stops the shim, the runner (in-flight runs finish), the feeders, then ClickHouse. */
+  close(): Promise<void>;
+}
+
+/** Starts the demo; rejects if startup fails (everything started so far is stopped first). Signals are the caller's. */
+export async function startDemo(config: AppConfig): Promise<RunningDemo> {
   const logger = createLogger(config.log);
   const handle = await openClickHouse(config.clickhouse);
   // What is running so far, stopped newest first if startup fails (a port already taken):
   // exiting with the embedded engine busy crashes it (SIGSEGV) instead of a clean exit 1.
   const started: (() => Promise<void>)[] = [() => handle.close()];
   try {
-    await startAll(config, logger, handle, started);
+    return await startAll(config, logger, handle, started);
   } catch (err) {
     for (const stop of started.reverse()) await stop().catch(() => undefined);
     throw err;
   }
 }
 
-async function startAll(config: AppConfig, logger: Logger, handle: ClickHouseHandle, started: (() => Promise<void>)[]): Promise<void> {
+async function startAll(config: AppConfig, logger: Logger, handle: ClickHouseHandle, started: (() => Promise<void>)[]): Promise<RunningDemo> {
   const ch = config.clickhouse;
-  const topology = await resolveTopology(handle.client, ch.dataDatabase, ch.topology, ch.cluster);
+  const topology = await resolveTopology(handle.client, ch);
   await applySchema(handle.client, ch.dataDatabase, topology, { runRetentionDays: ch.runRetentionDays });
   await createDemoTables(handle.client, ch.dataDatabase);
   await handle.client.command({ query: `CREATE DATABASE IF NOT EXISTS \`${ch.otelDatabase}\`` });
@@ -58,7 +66,7 @@ async function startAll(config: AppConfig, logger: Logger, handle: ClickHouseHan
   // Two minutes of past events first, so the hunts' first runs (which cover the interval
   // before start) already find the attack bursts: a detection within seconds, not minutes.
   await seedRecentHistory(handle.client, ch.dataDatabase, Date.now());
-  const onFeedError = (err: unknown) => logger.warn({ reason: describeError(err) }, 'demo feeder write failed');
+  const onFeedError = (err: unknown) => logger.warn({ err }, 'demo feeder write failed');
   const events = startEventFeeder(handle.client, ch.dataDatabase, { onError: onFeedError });
   const pressure = startPressureFeeder({ client: handle.client, database: ch.otelDatabase, onError: onFeedError });
   started.push(() => Promise.all([events.stop(), pressure.stop()]).then(() => undefined));
@@ -67,11 +75,12 @@ async function startAll(config: AppConfig, logger: Logger, handle: ClickHouseHan
     config,
     log: logger,
     serve: { host: config.shim.host, port: config.runner.metricsPort },
+    topology,
   });
   started.push(() => runner.stop());
   // The shim gets its own connection: on the embedded engine one connection runs one
   // query at a time and per-query settings outlive the query (see docs/embedded.md).
-  const shim = await startShim({ config, logger, handleSignals: false });
+  const shim = await startShim({ config, logger });
 
   const base = shim.url;
   const service = DEMO_PRESSURE_SERVICES[0]?.service ?? 'demo-ingest';
@@ -94,39 +103,15 @@ async function startAll(config: AppConfig, logger: Logger, handle: ClickHouseHan
   );
   const ticker = startTicker(handle.client, ch.dataDatabase, runner.metrics.runs);
 
-  const grace = closeWithGrace({ delay: 15_000, skip: [...STOP_SIGNALS] }, async ({ signal, err }) => {
-    if (err) logger.error({ reason: describeError(err) }, 'fatal error; shutting down');
-    else if (signal) logger.info({ signal }, 'shutting down');
+  let closed: Promise<void> | undefined;
+  const close = async () => {
     clearInterval(ticker);
     await shim.close();
     await runner.stop();
     await Promise.all([events.stop(), pressure.stop()]);
     await handle.close();
-  });
-  onceOnStopSignal((signal) => {
-    logger.info({ signal }, 'shutting down');
-    grace.close();
-  });
-}
-
-/**
- * `npm start` runs `sh -c '… exec node …'`: the exec lets a SIGTERM sent to npm reach this
- * process (npm forwards it to its child, which without exec was the shell alone, and the demo
- * ran on as an orphan holding the ports and the embedded database). The price: Ctrl-C now
- * arrives twice, once from the terminal and once forwarded by npm, and close-with-grace would
- * take the second as "force quit" and exit mid-close. So only the first SIGINT/SIGTERM counts;
- * repeats are ignored, and close-with-grace's delay (15 s) still bounds the stop.
- */
-const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
-
-function onceOnStopSignal(stop: (signal: NodeJS.Signals) => void): void {
-  let stopping = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping) return;
-    stopping = true;
-    stop(signal);
   };
-  for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
+  return { logger, close: () => (closed ??= close()) };
 }
 
 /**

@@ -1,5 +1,4 @@
 import type { Clock } from '../clock.js';
-import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { claimFires, type ClaimOutcome, type ClaimTiming } from '../coordination/claim.js';
 import type { Coordinator, RunRowCost } from '../coordination/coordinator.js';
@@ -79,7 +78,7 @@ function startRenewal(ctx: FireContext, huntId: string, fire: number): () => Pro
     try {
       await ctx.coord.putLease(huntId, ctx.runnerId, fire, ctx.timing.leaseSeconds);
     } catch (err) {
-      if (!ctx.signal.aborted) ctx.log.warn({ hunt: huntId, fire, err: describeError(err) }, 'lease renewal failed');
+      if (!ctx.signal.aborted) ctx.log.warn({ hunt: huntId, fire, err }, 'lease renewal failed');
     }
     if (!stopped) timer = setTimeout(() => (sent = renew()), everyMs);
   };
@@ -105,7 +104,7 @@ function claimed(ctx: FireContext, planned: PlannedRun, outcome: ClaimMetricOutc
 export function claimAndRun(ctx: FireContext, batch: readonly PlannedRun[]): Map<string, Promise<void>> {
   const requests = batch.map((p) => ({ huntId: p.spec.huntId, fire: p.fire }));
   const claims = claimFires(ctx.coord, ctx.runnerId, requests, ctx.timing).catch((err: unknown) => {
-    if (!ctx.signal.aborted) ctx.log.warn({ hunts: requests.length, err: describeError(err) }, 'claim failed; the fires stay owed');
+    if (!ctx.signal.aborted) ctx.log.warn({ hunts: requests.length, err }, 'claim failed; the fires stay owed');
     return new Map<string, ClaimOutcome>();
   });
   return new Map(batch.map((p) => [p.spec.huntId, claims.then((outcomes) => afterClaim(ctx, p, outcomes.get(p.spec.huntId)))]));
@@ -130,7 +129,7 @@ async function afterClaim(ctx: FireContext, planned: PlannedRun, claim: ClaimOut
     ctx.onRunStart?.(spec.huntId);
     await runClaimedFire(ctx, planned, runWindow(fire, claim.watermark, planned.intervalSeconds), log);
   } catch (err) {
-    if (!ctx.signal.aborted) log.warn({ err: describeError(err) }, 'run could not start or finish; its lease expires on its own');
+    if (!ctx.signal.aborted) log.warn({ err }, 'run could not start or finish; its lease expires on its own');
   }
 }
 
@@ -169,7 +168,7 @@ async function runClaimedFire(ctx: FireContext, planned: PlannedRun, window: Run
       if (ctx.signal.aborted) return;
       outcome = 'failed';
       errorCode = clickHouseErrorCode(err);
-      log.error({ err: describeError(err), file: spec.file }, 'hunt run failed; the fire stays owed');
+      log.error({ err, file: spec.file }, 'hunt run failed; the fire stays owed');
     }
     const statementsMs = ctx.clock.nowMs() - statementsStartedMs;
     // The hunt's settings must not ride along on the coordination writes below.

@@ -2,7 +2,6 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { setMaxListeners } from 'node:events';
 import type { Clock } from '../clock.js';
 import type { ClickHouseConfig, RunnerConfig } from '../config/load.js';
-import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { Coordinator } from '../coordination/coordinator.js';
 import { ServerTime, type CoordinationTime } from '../coordination/server-clock.js';
@@ -12,6 +11,7 @@ import type { RunnerMetrics } from './metrics.js';
 import { overrunFire, planTick, type PlannedRun } from '../schedule/plan.js';
 import { claimAndRun, type FinishedRun, type RunnerEvents, type TickRecord } from './fire.js';
 import { coordinationSettings, resolveTopology } from '../coordination/topology.js';
+import type { ResolvedTopology } from '../coordination/tables.js';
 import type { SessionPool } from '../clickhouse/sessions.js';
 import type { HuntSpec } from '../schedule/hunt-spec.js';
 import { Escalation } from './smoothing/escalation.js';
@@ -40,6 +40,8 @@ export interface RunnerDeps {
   readonly metrics: RunnerMetrics;
   readonly log: Logger;
   readonly events: RunnerEvents;
+  /** Resolved by the caller once per process; when absent, the first tick that reaches ClickHouse resolves it. */
+  readonly topology?: ResolvedTopology;
 }
 
 interface InFlight {
@@ -97,7 +99,7 @@ export class Runner {
     try {
       signature = huntsDirSignature(this.deps.settings.huntsDir);
     } catch (err) {
-      this.deps.log.warn({ err: describeError(err) }, 'hunts directory unreadable; keeping the hunts loaded before');
+      this.deps.log.warn({ err }, 'hunts directory unreadable; keeping the hunts loaded before');
       return;
     }
     if (signature === this.signature) return;
@@ -108,7 +110,7 @@ export class Runner {
   private async coordinator(): Promise<Coordinator> {
     if (this.coord) return this.coord;
     const { client, clickhouse } = this.deps;
-    const topology = await resolveTopology(client, clickhouse.dataDatabase, clickhouse.topology, clickhouse.cluster);
+    const topology = this.deps.topology ?? (await resolveTopology(client, clickhouse));
     const time: CoordinationTime = this.deps.time === 'clock' ? { kind: 'clock', clock: this.deps.clock } : { kind: 'server' };
     const serverTime = new ServerTime(time, this.deps.clock);
     this.coord = new Coordinator(client, clickhouse.dataDatabase, coordinationSettings(topology), serverTime, this.abort.signal);
@@ -159,7 +161,7 @@ export class Runner {
 
   private markClickHouse(state: 'up' | 'down', err?: unknown): void {
     if (state === 'down' && this.chState !== 'down') {
-      this.deps.log.error({ err: describeError(err) }, 'ClickHouse unreachable; ticks are skipped until it answers');
+      this.deps.log.error({ err }, 'ClickHouse unreachable; ticks are skipped until it answers');
     } else if (state === 'up' && this.chState === 'down') {
       this.deps.log.info('ClickHouse answers again; ticking');
     }
@@ -180,7 +182,7 @@ export class Runner {
       await coord.heartbeat(this.deps.runnerId, this.deps.settings.pollSeconds).then(
         () => this.deps.metrics.lastHeartbeat.set(this.deps.clock.nowMs() / 1000),
         (err: unknown) => {
-          this.deps.log.warn({ err: describeError(err) }, 'heartbeat write failed; the tick goes on');
+          this.deps.log.warn({ err }, 'heartbeat write failed; the tick goes on');
         },
       );
       this.markClickHouse('up');
@@ -214,7 +216,7 @@ export class Runner {
     if (!this.escalation || nowMs - this.gaugeRefreshedMs < DISABLED_GAUGE_REFRESH_MS) return;
     this.gaugeRefreshedMs = nowMs;
     this.escalation.refreshGauge().catch((err: unknown) => {
-      if (!this.abort.signal.aborted) this.deps.log.warn({ err: describeError(err) }, 'could not read auto-disabled hunts');
+      if (!this.abort.signal.aborted) this.deps.log.warn({ err }, 'could not read auto-disabled hunts');
     });
   }
 
@@ -269,7 +271,7 @@ export class Runner {
       run.overrunCountedThrough = newer;
       this.deps.metrics.overruns.inc();
       this.deps.log.warn({ hunt: huntId, fire: run.fire, due: newer }, 'hunt overrun: the next fire came due while this one still runs');
-      coord.addOverrun(huntId).catch((err: unknown) => this.deps.log.warn({ err: describeError(err) }, 'could not record an overrun'));
+      coord.addOverrun(huntId).catch((err: unknown) => this.deps.log.warn({ err }, 'could not record an overrun'));
     }
   }
 

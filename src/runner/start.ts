@@ -10,6 +10,8 @@ import { createRunnerMetrics, type RunnerMetrics } from './metrics.js';
 import type { RunnerEvents, TickRecord } from './fire.js';
 import { Runner } from './loop.js';
 import type { CycleOutcome } from './smoothing/controller.js';
+import type { ResolvedTopology } from '../coordination/tables.js';
+import { applySchema, resolveTopology } from '../coordination/topology.js';
 
 /**
  * `startRunner`: the hunt runner as a library, for the CLI and the all-in-one
@@ -36,6 +38,8 @@ export interface StartRunnerOptions {
   readonly serve?: { readonly host: string; readonly port: number };
   /** Tick every `poll` seconds (default true); false leaves ticking to the caller. */
   readonly loop?: boolean;
+  /** The topology, when the caller resolved it already (once per process). Default: resolved at the first tick. */
+  readonly topology?: ResolvedTopology;
 }
 
 export interface RunnerHandle {
@@ -78,6 +82,7 @@ export async function startRunner(options: StartRunnerOptions): Promise<RunnerHa
     metrics,
     log: log.child({ runner: runnerId }),
     events: options.events ?? {},
+    ...(options.topology === undefined ? {} : { topology: options.topology }),
   });
   runner.loadHunts();
   await runner.prepare();
@@ -148,5 +153,55 @@ export async function startRunner(options: StartRunnerOptions): Promise<RunnerHa
       runner.crash();
       void server?.close();
     },
+  };
+}
+
+export interface StartHuntRunnerOptions {
+  readonly config: AppConfig;
+  readonly log: Logger;
+  /** Where /livez, /readyz and /metrics listen. */
+  readonly serve: { readonly host: string; readonly port: number };
+}
+
+/** `dfe-hunt-runner run`: a runner that owns its ClickHouse client. */
+export interface HuntRunnerProcess extends RunnerHandle {
+  /** Where ClickHouse is (a URL without credentials, or the embedded data directory). */
+  readonly target: string;
+  /** The logger it was given. */
+  readonly logger: Logger;
+  /** Stops the runner (in-flight runs finish and release), then closes ClickHouse. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens ClickHouse, resolves the topology once and applies the coordination
+ * schema (a runner user may lack CREATE rights: then the chart's Job applied
+ * it, and a warning says so), then starts the runner with its probes. A start
+ * that fails closes what it opened.
+ */
+export async function startHuntRunner(options: StartHuntRunnerOptions): Promise<HuntRunnerProcess> {
+  const { config, log } = options;
+  const handle = await openClickHouse(config.clickhouse);
+  let topology: ResolvedTopology | undefined;
+  try {
+    topology = await resolveTopology(handle.client, config.clickhouse);
+    await applySchema(handle.client, config.clickhouse.dataDatabase, topology, { runRetentionDays: config.clickhouse.runRetentionDays });
+  } catch (err) {
+    log.warn({ err }, 'could not apply the schema; assuming it exists');
+  }
+  let runner: RunnerHandle;
+  try {
+    runner = await startRunner({ handle, config, log, serve: options.serve, ...(topology === undefined ? {} : { topology }) });
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
+  log.info({ runner: runner.runnerId, target: handle.target, metrics: runner.metricsUrl }, 'hunt runner started');
+  let closed: Promise<void> | undefined;
+  return {
+    ...runner,
+    target: handle.target,
+    logger: log,
+    close: () => (closed ??= runner.stop().then(() => handle.close())),
   };
 }

@@ -2,7 +2,7 @@ import { basename, extname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { quoteColumn } from '../clickhouse/identifiers.js';
-import { describeError, showValue } from '../errors.js';
+import { describeError, isDfeError, showValue } from '../errors.js';
 import { parseCeilings, type HuntCeilings } from './ceilings.js';
 import { parseInterval } from './interval.js';
 import { assertHuntId, phaseOffset } from './arithmetic.js';
@@ -121,7 +121,7 @@ export function compileHuntFile(file: string, text: string, spreadFraction: numb
     try {
       statements.push(compileStatement(sql, def.window_column));
     } catch (err) {
-      return invalid(file, `queries.${index}`, describeError(err));
+      return invalid(file, `queries.${index}`, isDfeError(err, 'HUNT_SPEC_INVALID') ? err.message : describeError(err));
     }
   }
   return {

@@ -1,4 +1,5 @@
 import { CronExpressionParser } from 'cron-parser';
+import { DfeError } from '../errors.js';
 
 /**
  * A hunt's `schedule.interval` (docs/hunts.md): whole seconds, a duration such as
@@ -57,7 +58,7 @@ function sampleCron(expression: string): number {
     previousMs = fireMs;
   }
   if (!Number.isFinite(minGapMs)) {
-    throw new Error(`fires fewer than twice in ${CRON_SAMPLE_YEARS} years, so it has no interval`);
+    throw new DfeError('HUNT_SPEC_INVALID', `fires fewer than twice in ${CRON_SAMPLE_YEARS} years, so it has no interval`);
   }
   return Math.max(1, Math.floor(minGapMs / 1000));
 }

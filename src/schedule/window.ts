@@ -1,4 +1,5 @@
 import { quoteColumn } from '../clickhouse/identifiers.js';
+import { DfeError } from '../errors.js';
 
 /**
  * A hunt statement's placeholders (docs/hunts.md). `{window}` is text, replaced by a
@@ -24,13 +25,15 @@ export interface RunWindow {
 const WINDOW_TOKEN = /\{\s*window\s*\}/g;
 const PARAM_TOKEN = /\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*([^{}]+?)\s*\}/g;
 
-/** Thrown with a reason; the loader adds the file and key. */
-export class StatementError extends Error {}
+/** A statement problem: HUNT_SPEC_INVALID with the reason alone; the loader adds the file and key. */
+function statementError(reason: string): DfeError {
+  return new DfeError('HUNT_SPEC_INVALID', reason);
+}
 
 export function compileStatement(sql: string, windowColumn: string | undefined): CompiledStatement {
   let query = sql;
   if (sql.search(WINDOW_TOKEN) !== -1) {
-    if (windowColumn === undefined) throw new StatementError('uses {window} but the hunt has no window_column');
+    if (windowColumn === undefined) throw statementError('uses {window} but the hunt has no window_column');
     const col = quoteColumn(windowColumn, 'window_column');
     const range = `(${col} >= toDateTime64({window_start:Int64}, 3) AND ${col} < toDateTime64({window_end:Int64}, 3))`;
     query = sql.replace(WINDOW_TOKEN, range);
@@ -38,9 +41,9 @@ export function compileStatement(sql: string, windowColumn: string | undefined):
   const used = new Set<WindowParam>();
   for (const [, name, type] of query.matchAll(PARAM_TOKEN)) {
     if (name !== 'window_start' && name !== 'window_end') {
-      throw new StatementError(`uses the parameter {${name}:${type}}; only {window_start:Int64} and {window_end:Int64} are bound`);
+      throw statementError(`uses the parameter {${name}:${type}}; only {window_start:Int64} and {window_end:Int64} are bound`);
     }
-    if (type !== 'Int64') throw new StatementError(`binds {${name}:${type}}; it is epoch seconds, write {${name}:Int64}`);
+    if (type !== 'Int64') throw statementError(`binds {${name}:${type}}; it is epoch seconds, write {${name}:Int64}`);
     used.add(name);
   }
   return { query, params: WINDOW_PARAMS.filter((p) => used.has(p)) };

@@ -52,7 +52,7 @@ export const shimPlugin: FastifyPluginAsync<{ ctx: ShimContext }> = async (app, 
 function onCatalogueEvent(ctx: ShimContext, logger: Logger, event: CatalogueEvent): void {
   if (event.kind === 'rejected') {
     ctx.metrics.reloads.inc({ result: 'rejected' });
-    const fields = { file: event.file, reason: describeError(event.error) };
+    const fields = { file: event.file, err: event.error };
     if (event.empty === true) logger.warn(fields, 'catalogue file is empty (a write in progress?); the previous catalogue keeps serving');
     else logger.error(fields, 'catalogue reload rejected; the previous catalogue keeps serving');
     return;

@@ -1,23 +1,14 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { isDfeError, type DfeErrorCode } from '../errors.js';
+import { ERRORS, isDfeError } from '../errors.js';
 
 /**
- * THE one place errors become HTTP statuses. Client mistakes show (404, 400,
- * 401); a ClickHouse fault never reaches here as such — the fail-safe path
- * turns it into an answer — and if one ever did it would be a 503, never a 500.
+ * Where errors become HTTP answers; the status of each code is in the one
+ * table, src/errors.ts. Client mistakes show (404, 400, 401); a ClickHouse
+ * fault never reaches here as such — the fail-safe path turns it into an
+ * answer — and if one ever did it would be a 503, never a 500.
  */
-const STATUS_BY_CODE: Partial<Record<DfeErrorCode, number>> = {
-  QUERY_UNKNOWN: 404,
-  PARAM_INVALID: 400,
-  UNAUTHORIZED: 401,
-  STALE: 503,
-  CLICKHOUSE_FAILED: 503,
-  DEADLINE_PASSED: 503,
-  RESULT_INVALID: 503,
-};
-
 export function statusOf(err: unknown): number {
-  if (isDfeError(err)) return STATUS_BY_CODE[err.code] ?? 500;
+  if (isDfeError(err)) return ERRORS[err.code].httpStatus;
   const status = (err as { statusCode?: unknown }).statusCode;
   return typeof status === 'number' && status >= 400 && status < 500 ? status : 500;
 }
@@ -28,10 +19,7 @@ export function shimErrorHandler(err: FastifyError | Error, request: FastifyRequ
   // A stale 503 is a ClickHouse failure the executor already logged, at most
   // once per key per minute (docs/failsafe.md#observability): logging it per request would flood.
   if (status >= 500 && !isDfeError(err, 'STALE')) request.log.error({ err }, 'request failed');
-  if (status === 401) {
-    const challenge = (err as { challenge?: string }).challenge;
-    if (challenge) void reply.header('www-authenticate', challenge);
-  }
+  if (isDfeError(err, 'UNAUTHORIZED') && err.challenge) void reply.header('www-authenticate', err.challenge);
   // An internal error's text may name internals; clients get a fixed sentence.
   const error = status >= 500 && !isDfeError(err) ? 'internal error' : err.message;
   void reply.code(status).send({ error, query });

@@ -6,7 +6,7 @@ import type { AppConfig } from '../config/load.js';
 import { apiKeyRedactPaths, createLogger, type Logger } from '../log.js';
 import { buildShimApp } from './app.js';
 import { SHIM_CATALOGUE_BUILTINS } from './catalogue-builtins.js';
-import { installSignals, listenShim } from './server.js';
+import { listenShim } from './server.js';
 
 export interface StartShimOptions {
   readonly config: AppConfig;
@@ -14,8 +14,6 @@ export interface StartShimOptions {
   readonly clickhouse?: ClickHouseHandle;
   readonly logger?: Logger;
   readonly clock?: Clock;
-  /** Install SIGTERM/SIGINT/SIGHUP handlers (close-with-grace). Default true; the demo handles its own. */
-  readonly handleSignals?: boolean;
 }
 
 export interface RunningShim {
@@ -23,13 +21,16 @@ export interface RunningShim {
   /** Base URL it listens on, e.g. `http://127.0.0.1:8080`. */
   readonly url: string;
   readonly catalogue: CatalogueStore;
+  /** The logger it writes to (given, or made from config with the API-key redaction paths). */
+  readonly logger: Logger;
   /** Stops serving, then closes the ClickHouse client if startShim opened it. */
   close(): Promise<void>;
 }
 
 /**
  * Loads the catalogue (a bad one throws before ClickHouse is touched), opens
- * ClickHouse unless given, builds and listens.
+ * ClickHouse unless given, builds and listens. Signals are the caller's
+ * (src/cli/shell.ts for the CLI and the demo).
  */
 export async function startShim(options: StartShimOptions): Promise<RunningShim> {
   const { config } = options;
@@ -70,13 +71,10 @@ export async function startShim(options: StartShimOptions): Promise<RunningShim>
     await close();
     throw err;
   }
-  if (options.handleSignals ?? true) {
-    installSignals({ app, logger, onClosed: closeRest, reload: () => catalogue.reload() });
-  }
   const source = catalogue.current().source;
   logger.info(
     { url, backend: clickhouse.backend, target: clickhouse.target, builtin: source.builtinPath, override: source.overridePath ?? null },
     'dfe-keda-shim listening',
   );
-  return { app, url, catalogue, close };
+  return { app, url, catalogue, logger, close };
 }

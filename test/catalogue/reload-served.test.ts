@@ -143,7 +143,7 @@ describe('a 0-byte override keeps the old catalogue', () => {
     const warnings = t.lines.filter((l) => l.msg === 'catalogue file is empty (a write in progress?); the previous catalogue keeps serving');
     expect(warnings.length).toBeGreaterThanOrEqual(1);
     expect(warnings[0]).toMatchObject({ level: 40, file: cm.path });
-    expect(String(warnings[0]?.reason)).toContain('queries: {}');
+    expect(String((warnings[0]?.err as { message?: unknown } | undefined)?.message)).toContain('queries: {}');
 
     // The real content arrives: applied as usual.
     cm.publish(V2);

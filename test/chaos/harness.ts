@@ -87,7 +87,6 @@ export async function startChaosShim(overrideYaml: string, clickhouse: ClickHous
   const shim = await startShim({
     config: loadConfig(env),
     logger: silentLogger(),
-    handleSignals: false,
     ...('url' in clickhouse ? {} : { clickhouse }),
   });
   return {

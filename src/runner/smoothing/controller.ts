@@ -1,6 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { SmoothingConfig } from '../../config/load.js';
-import { describeError } from '../../errors.js';
 import { claimFires, type ClaimTiming } from '../../coordination/claim.js';
 import type { Coordinator } from '../../coordination/coordinator.js';
 import { MAX_BACKOFF_FACTOR } from '../../coordination/materialise.js';
@@ -63,7 +62,7 @@ export class SmoothingController {
     this.lastCycle = cycle;
     this.running = this.claimAndPlan(coord, cycle)
       .catch((err: unknown) => {
-        this.deps.log.warn({ cycle, err: describeError(err) }, 'smoothing cycle failed; the next slot tries again');
+        this.deps.log.warn({ cycle, err }, 'smoothing cycle failed; the next slot tries again');
         return undefined;
       })
       .finally(() => (this.running = undefined));

@@ -1,6 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { AutoDisableConfig } from '../../config/load.js';
-import { describeError } from '../../errors.js';
 import type { CoordinationSettings } from '../../coordination/topology.js';
 import type { Logger } from '../../log.js';
 import type { HuntCeilings } from '../../schedule/ceilings.js';
@@ -86,7 +85,7 @@ export class Escalation {
         const measured = await readCosts(client, database, settings, 'hunt_run', costWindowSeconds, huntId);
         if ((await this.checkCeilings(measured.costs, new Set())).length > 0) return;
       } catch (err) {
-        this.deps.log.warn({ hunt: huntId, err: describeError(err) }, 'could not check the cost ceilings');
+        this.deps.log.warn({ hunt: huntId, err }, 'could not check the cost ceilings');
       }
     }
     if (errorCode !== MEMORY_LIMIT_EXCEEDED) return;
@@ -100,7 +99,7 @@ export class Escalation {
       metrics.memLimitCrashloops.inc({ hunt_id: huntId });
       await this.disable(huntId, 'mem_crashloop', { failures, windowSeconds: rule.windowSeconds });
     } catch (err) {
-      log.warn({ hunt: huntId, err: describeError(err) }, 'could not check or record a memory-limit crash-loop');
+      log.warn({ hunt: huntId, err }, 'could not check or record a memory-limit crash-loop');
     }
   }
 

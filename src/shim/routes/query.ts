@@ -66,8 +66,7 @@ export async function queryRoutes(app: FastifyInstance, ctx: ShimContext): Promi
         () => ({ kind: 'denied', reason: 'auth check failed' }) as const,
       );
       if (verdict.kind === 'denied') {
-        const err = new DfeError('UNAUTHORIZED', 'unauthorized');
-        throw Object.assign(err, { challenge: challengeOf(auth.settings.mode) });
+        throw new DfeError('UNAUTHORIZED', 'unauthorized', { challenge: challengeOf(auth.settings.mode) });
       }
     });
   }
