@@ -63,13 +63,6 @@ export const QUERY_STRING_SCHEMA = {
   },
 } as const;
 
-/** `/q/:name`: any name; one the live catalogue does not have is a 404 (QUERY_UNKNOWN). */
-export const QUERY_NAME_SCHEMA = {
-  type: 'object',
-  required: ['name'],
-  properties: { name: { type: 'string' } },
-} as const;
-
 /** `/livez` and `/readyz` (200 and 503 alike). */
 export const PROBE_SCHEMA = {
   type: 'object',
