@@ -43,12 +43,12 @@ beforeAll(async () => {
     },
   };
   const queries = [
-    compiled('count', 'SELECT count() FROM numbers({n:UInt32})', { params: ['n'], deadlineMs: 150, timeoutSeconds: 1, coldHold: 4 }),
+    compiled('count', 'SELECT count() FROM numbers({n:UInt32})', { params: ['n'], deadlineMs: 1_000, timeoutSeconds: 2, coldHold: 4 }),
     compiled('pressure', 'SELECT 80 + length({service:String}) * 0', {
       params: ['service'],
       metricType: 'Value',
-      deadlineMs: 150,
-      timeoutSeconds: 1,
+      deadlineMs: 1_000,
+      timeoutSeconds: 2,
     }),
   ];
   t = await makeApp({ queries, clickhouse, clock });
