@@ -6,20 +6,9 @@ import type { AppConfig } from '../config/load.js';
 import { DfeError } from '../errors.js';
 import type { CoordinationSettings } from '../coordination/topology.js';
 import { buildCurve } from '../smoothing/curve.js';
-import { probeCostSource } from '../runner/smoothing/cost-source.js';
-import {
-  cooldownFromSchedule,
-  cycleAt,
-  huntLoads,
-  plannerSettings,
-  readFleet,
-  resolveCapacity,
-  settledHunts,
-  writeScheduleMove,
-  type Capacity,
-  type FleetView,
-} from '../runner/smoothing/fleet.js';
-import type { LoadCurve, PlannerSettings, PlanResult } from '../smoothing/model.js';
+import { cycleAt, settledHunts, writeScheduleMove, type Capacity, type FleetView } from '../runner/smoothing/fleet.js';
+import { PlanningReader, type PlanningInput } from '../runner/smoothing/planning.js';
+import type { LoadCurve, PlanResult } from '../smoothing/model.js';
 import { planReport } from '../smoothing/plan-report.js';
 import { planCycles } from '../smoothing/planner.js';
 import { renderCurve } from '../smoothing/render.js';
@@ -52,22 +41,14 @@ export function parseCycles(raw: string | undefined): number {
   return n;
 }
 
-async function load(ctx: SmoothingCliContext): Promise<{ view: FleetView; capacity: Capacity; settings: PlannerSettings }> {
-  const smoothing = ctx.config.runner.smoothing;
-  const client = ctx.handle.client;
-  const source = await probeCostSource(client);
-  const [view, capacity] = await Promise.all([
-    readFleet(client, ctx.config.clickhouse.dataDatabase, ctx.settings, source, smoothing.costWindowSeconds),
-    resolveCapacity(client, smoothing),
-  ]);
-  return { view, capacity, settings: plannerSettings(smoothing, capacity) };
+function load(ctx: SmoothingCliContext): Promise<PlanningInput> {
+  return new PlanningReader(ctx.handle.client, ctx.config.clickhouse.dataDatabase, ctx.settings, ctx.config.runner.smoothing).read();
 }
 
-function simulate(ctx: SmoothingCliContext, view: FleetView, settings: PlannerSettings): PlanResult {
-  const cycleSeconds = ctx.config.runner.smoothing.cycleSeconds;
+function simulate(ctx: SmoothingCliContext, input: PlanningInput): PlanResult {
   // The simulated cycles are the slots after this one; cool-downs from moved_at apply to them as they would.
-  const start = cycleAt(view.serverNowSeconds, cycleSeconds) + 1;
-  return planCycles(huntLoads(view), settings, ctx.cycles, cooldownFromSchedule(view.schedule, cycleSeconds), start);
+  const start = cycleAt(input.view.serverNowSeconds, ctx.config.runner.smoothing.cycleSeconds) + 1;
+  return planCycles(input.loads, input.planner, ctx.cycles, input.cooldown, start);
 }
 
 function fmt(n: number): string {
@@ -95,16 +76,18 @@ function drawPlan(ctx: SmoothingCliContext, result: PlanResult, view: FleetView,
 }
 
 export async function planCommand(ctx: SmoothingCliContext): Promise<PlanResult> {
-  const { view, capacity, settings } = await load(ctx);
-  const result = simulate(ctx, view, settings);
-  if (ctx.json) ctx.out(`${JSON.stringify(planReport(result, settings))}\n`);
+  const input = await load(ctx);
+  const { view, capacity } = input;
+  const result = simulate(ctx, input);
+  if (ctx.json) ctx.out(`${JSON.stringify(planReport(result, input.planner))}\n`);
   else drawPlan(ctx, result, view, capacity);
   return result;
 }
 
 export async function applyCommand(ctx: SmoothingCliContext): Promise<void> {
-  const { view, capacity, settings } = await load(ctx);
-  const result = simulate(ctx, view, settings);
+  const input = await load(ctx);
+  const { view, capacity } = input;
+  const result = simulate(ctx, input);
   const finalOffsets = new Map<string, number>();
   for (const m of result.moves) finalOffsets.set(m.huntId, m.to);
   const intervals = new Map(view.schedule.map((e) => [e.huntId, e.intervalSeconds]));
@@ -118,9 +101,9 @@ export async function applyCommand(ctx: SmoothingCliContext): Promise<void> {
 }
 
 export async function statusCommand(ctx: SmoothingCliContext): Promise<void> {
-  const { view, capacity, settings } = await load(ctx);
+  const { view, capacity, planner: settings, loads } = await load(ctx);
   const smoothing = ctx.config.runner.smoothing;
-  const curve = buildCurve(huntLoads(view), settings);
+  const curve = buildCurve(loads, settings);
   const disabled = new Map(view.disabled.map((d) => [d.huntId, d]));
   const settled = new Set(settledHunts(view.schedule, view.serverNowSeconds, smoothing.settlingSeconds).map((e) => e.huntId));
   const hunts = view.schedule.map((e) => ({

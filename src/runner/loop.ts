@@ -120,6 +120,7 @@ export class Runner {
       metrics: this.deps.metrics.smoothing,
       log: this.deps.log,
       costWindowSeconds: this.deps.settings.smoothing.costWindowSeconds,
+      ceilingsOf: (huntId) => this.hunts.get(huntId)?.ceilings,
     });
     if (this.deps.settings.smoothing.enabled) {
       this.controller = new SmoothingController({

@@ -3,6 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { quoteColumn } from '../clickhouse/identifiers.js';
 import { describeError, showValue } from '../errors.js';
+import { parseCeilings, type HuntCeilings } from './ceilings.js';
 import { parseInterval } from './interval.js';
 import { assertHuntId, phaseOffset } from './arithmetic.js';
 import { compileStatement, type CompiledStatement } from './window.js';
@@ -29,6 +30,8 @@ export interface HuntSpec {
   readonly windowColumn: string | undefined;
   /** Per-hunt ClickHouse settings, applied to every statement of a run. */
   readonly settings: Readonly<Record<string, string | number | boolean>>;
+  /** Per-hunt auto-disable ceilings on its p95 cost; each replaces the global one. */
+  readonly ceilings: HuntCeilings;
 }
 
 export type HuntFileResult =
@@ -57,6 +60,7 @@ const fileSchema = z
     settings: z
       .record(z.string().regex(SETTING_NAME, { message: 'setting names are identifiers' }), z.union([z.string(), z.number(), z.boolean()]))
       .optional(),
+    ceilings: z.unknown().optional(),
   })
   .strict();
 
@@ -100,6 +104,8 @@ export function compileHuntFile(file: string, text: string, spreadFraction: numb
   if (pinned !== undefined && !(typeof pinned === 'number' && Number.isSafeInteger(pinned) && pinned >= 0 && pinned < interval.seconds)) {
     return invalid(file, 'schedule.phase_offset', `${showValue(pinned)} must be a whole number of seconds with 0 ≤ offset < interval (${interval.seconds})`);
   }
+  const ceilings = parseCeilings(def.ceilings);
+  if (ceilings.kind === 'invalid') return invalid(file, ceilings.key, ceilings.reason);
   for (const key of Object.keys(def.settings ?? {})) {
     if (RUNNER_SETTINGS.includes(key)) return invalid(file, `settings.${key}`, 'is set by the runner on every statement');
   }
@@ -130,6 +136,7 @@ export function compileHuntFile(file: string, text: string, spreadFraction: numb
       statements: Object.freeze(statements),
       windowColumn: def.window_column,
       settings: Object.freeze({ ...(def.settings ?? {}) }),
+      ceilings: ceilings.ceilings,
     }),
   };
 }

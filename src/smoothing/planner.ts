@@ -33,18 +33,26 @@ function bestMove(state: CurveState, i: number, removal: number, settings: Plann
   return best !== null && best.deltaJ < -threshold ? best.offset : null;
 }
 
-/** Tries the hunts of bucket b, largest marginal term first; marks them tried. */
+/**
+ * Tries the hunts of bucket b, largest marginal term first, until one has a move; marks them
+ * tried. The marginal term is the hunt's term in bucket b's P(b)², P(b)² − (P(b) − s)², which
+ * grows with its share s of P(b): the hunt that lifts this bucket most goes first. (Ranking by
+ * the hunt's term in the whole of J instead favours short-period hunts whose many fires sit
+ * mostly elsewhere; on the bench fleets that stalls higher: 1 000 hunts 1.205 against 1.180.)
+ * Ties: the larger term in J, then input order.
+ */
 function searchBucket(state: CurveState, b: number, settings: PlannerSettings, eligible: Uint8Array, tried: Uint8Array, threshold: number): Found | null {
-  const ranked: Array<{ hunt: number; removal: number }> = [];
+  const ranked: Array<{ hunt: number; share: number; removal: number }> = [];
   for (const i of state.cover[b] ?? []) {
     if (tried[i] === 1) continue;
     tried[i] = 1;
     if (eligible[i] !== 1) continue;
     const removal = state.beginTrials(i);
+    const share = state.shareOf(i, b);
     state.endTrials();
-    ranked.push({ hunt: i, removal });
+    ranked.push({ hunt: i, share, removal });
   }
-  ranked.sort((x, y) => x.removal - y.removal || x.hunt - y.hunt);
+  ranked.sort((x, y) => y.share - x.share || x.removal - y.removal || x.hunt - y.hunt);
   for (const { hunt, removal } of ranked) {
     state.beginTrials(hunt);
     const offset = bestMove(state, hunt, removal, settings, threshold);
@@ -99,8 +107,8 @@ export function planCycle(hunts: readonly HuntLoad[], settings: PlannerSettings,
 }
 
 /**
- * `cycles` cycles from `startCycle`. Stops early once a cycle moves nothing and no hunt is
- * cooling down: every later cycle would be the same, so `objectiveByCycle` may be shorter.
+ * `cycles` cycles from `startCycle`. Stops early once a cycle in which no hunt was cooling
+ * down moves nothing: every later cycle would be the same, so `objectiveByCycle` may be shorter.
  */
 export function planCycles(
   hunts: readonly HuntLoad[],
@@ -115,11 +123,14 @@ export function planCycles(
   const objectiveByCycle: number[] = [];
   let cool: CooldownState = cooldown;
   for (let cycle = startCycle; cycle < startCycle + cycles; cycle++) {
+    // Converged only when a cycle found no move with every hunt eligible: a hunt whose
+    // cool-down ends after this cycle was not tried in it.
+    const everyHuntTried = ![...cool.values()].some((last) => cycle - last <= settings.cooldownCycles);
     const move = cycleOn(state, settings, cycle, cool);
     if (move !== null) moves.push(move);
     objectiveByCycle.push(state.objective);
     cool = nextCooldown(cool, move, cycle, settings.cooldownCycles);
-    if (move === null && cool.size === 0) break;
+    if (move === null && everyHuntTried) break;
   }
   const final = [...state.hunts];
   return { before, after: buildCurve(final, settings), hunts: final, moves, objectiveByCycle };

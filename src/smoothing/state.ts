@@ -136,6 +136,14 @@ export class CurveState {
     return removal;
   }
 
+  /**
+   * Hunt i's own share of P(b): what leaves bucket b if it moves. Only between
+   * `beginTrials(i)` and `endTrials`.
+   */
+  shareOf(i: number, b: number): number {
+    return (this.unit[i] ?? 0) * (this.oldCount[b] ?? 0);
+  }
+
   endTrials(): void {
     for (let k = 0; k < this.oldLength; k++) this.oldCount[this.oldList[k] ?? 0] = 0;
     this.oldLength = 0;

@@ -83,6 +83,11 @@ describe('hunt files', () => {
     [`${good}window_column: "a;b"\n`, 'window_column', /not a valid column name/],
     [`${good}settings: {log_comment: x}\n`, 'settings.log_comment', /set by the runner/],
     ['schedule: {mode: rate, interval: 1m}\nqueries: ["SELECT {window}"]\n', 'queries.0', /no window_column/],
+    [`${good}ceilings: 5\n`, 'ceilings', /5 must be a map of memory_bytes, cpu_us, duration_ms/],
+    [`${good}ceilings: {memory: 1}\n`, 'ceilings.memory', /is not a ceiling/],
+    [`${good}ceilings: {duration_ms: 0}\n`, 'ceilings.duration_ms', /0 must be a whole number ≥ 1/],
+    [`${good}ceilings: {cpu_us: 2.5}\n`, 'ceilings.cpu_us', /2\.5 must be a whole number/],
+    [`${good}ceilings: {memory_bytes: 2GiB}\n`, 'ceilings.memory_bytes', /"2GiB" must be a whole number/],
   ])('names the key and reason of a bad file: %j', (text, key, reason) => {
     const result = compileHuntFile('/h/x.yaml', text, 0.8);
     expect(result.kind).toBe('invalid');
@@ -90,6 +95,13 @@ describe('hunt files', () => {
     if (key) expect(result.key).toBe(key);
     expect(`${result.key} ${result.reason}`).toMatch(reason);
     expect(result.file).toBe('/h/x.yaml');
+  });
+
+  it('reads per-hunt ceilings; none by default', () => {
+    const result = compileHuntFile('/h/a.yaml', `${good}ceilings: {memory_bytes: 1073741824, duration_ms: 60000}\n`, 0.8);
+    expect(result).toMatchObject({ kind: 'hunt', spec: { ceilings: { memoryBytes: 1073741824, durationMs: 60000 } } });
+    if (result.kind === 'hunt') expect(result.spec.ceilings.cpuUs).toBeUndefined();
+    expect(compileHuntFile('/h/b.yaml', good, 0.8)).toMatchObject({ kind: 'hunt', spec: { ceilings: {} } });
   });
 
   it('skips other modes without calling them errors', () => {

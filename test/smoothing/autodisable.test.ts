@@ -134,4 +134,49 @@ describe('auto-disable on a memory-limit crash-loop', () => {
     await enableHunt(db.handle.client, db.database, SETTINGS, 'slowpoke');
     expect((await readDisabled(db.handle.client, db.database, SETTINGS)).map((d) => d.huntId)).not.toContain('slowpoke');
   }, 60_000);
+
+  it('a per-hunt ceiling in the hunt file disables that hunt alone, with its reason; enable lifts it', async () => {
+    const hunts = tempHuntsDir();
+    cleanups.push(hunts.remove);
+    // Same 0.5 s query in both; only "tight" sets a ceiling (no global one is set).
+    hunts.write('tight', `${outputHunt(db.database, 'tight', 1, { sleepSeconds: 0.5 })}ceilings: {duration_ms: 100}\n`);
+    hunts.write('loose', outputHunt(db.database, 'loose', 1, { sleepSeconds: 0.5 }));
+    const { log, lines } = capturingLogger('warn');
+    const runner = await startRunner({ handle: db.handle, config: runnerConfig(db, hunts.dir), runnerId: 'r4', loop: false, log });
+    cleanups.push(() => runner.stop());
+    await runner.tick();
+    await runner.idle();
+    const disabled = await readDisabled(db.handle.client, db.database, SETTINGS);
+    expect(disabled.find((d) => d.huntId === 'tight')).toMatchObject({ reason: 'ceiling_duration' });
+    expect(disabled.map((d) => d.huntId)).not.toContain('loose');
+    expect(lines.find((l) => l.hunt === 'tight')).toMatchObject({ reason: 'ceiling_duration', resource: 'duration' });
+    expect(await metricValue(runner, 'dfe_hunt_threshold_breach_total')).toContain('{hunt_id="tight",resource="duration"} 1');
+    await new Promise((r) => setTimeout(r, 1_000));
+    await runner.tick();
+    await runner.idle();
+    const out = await outputRows(db);
+    expect(out.filter((r) => r.hunt_id === 'tight'), 'disabled: not run again').toHaveLength(1);
+    expect(out.filter((r) => r.hunt_id === 'loose')).toHaveLength(2);
+    await enableHunt(db.handle.client, db.database, SETTINGS, 'tight');
+    expect((await readDisabled(db.handle.client, db.database, SETTINGS)).map((d) => d.huntId)).not.toContain('tight');
+    await new Promise((r) => setTimeout(r, 1_000));
+    await runner.tick();
+    await runner.idle();
+    expect((await outputRows(db)).filter((r) => r.hunt_id === 'tight'), 'enabled: due and run again').toHaveLength(2);
+  }, 60_000);
+
+  it('a per-hunt ceiling replaces the global one for that hunt', async () => {
+    const hunts = tempHuntsDir();
+    cleanups.push(hunts.remove);
+    hunts.write('exempt', `${outputHunt(db.database, 'exempt', 1, { sleepSeconds: 0.5 })}ceilings: {duration_ms: 60000}\n`);
+    hunts.write('capped', outputHunt(db.database, 'capped', 1, { sleepSeconds: 0.5 }));
+    const config = runnerConfig(db, hunts.dir, { DFE_HUNT_AUTODISABLE_MAX_P95_DURATION_MS: '100' });
+    const runner = await startRunner({ handle: db.handle, config, runnerId: 'r5', loop: false });
+    cleanups.push(() => runner.stop());
+    await runner.tick();
+    await runner.idle();
+    const disabled = await readDisabled(db.handle.client, db.database, SETTINGS);
+    expect(disabled.find((d) => d.huntId === 'capped')).toMatchObject({ reason: 'ceiling_duration' });
+    expect(disabled.map((d) => d.huntId)).not.toContain('exempt');
+  }, 60_000);
 });

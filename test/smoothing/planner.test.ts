@@ -35,6 +35,41 @@ describe('planCycle, by hand', () => {
     expect(planCycle([...pinned, at('d', 60)], defaults, 1, new Map()).move).toBeNull();
   });
 
+  it('ranks the hunts of the peak by their share of the peak, not by their term in the whole of J', () => {
+    // H 120 s, B 4, memory 0 so P = 0.5 × CPU / 30e6. L (T 120, P 0.5) and S (T 60, P 0.4,
+    // fires at 0 and 60) share the peak, bucket 0 (P 0.9); pinned x puts 0.4 in bucket 2, so
+    // P = [0.9, 0, 0.8, 0]. S's term in J (0.56 + 0.48) beats L's (0.65), but L lifts the peak
+    // more (0.5 against 0.4), so L moves: ±30 s to 30 or 90 (bucket 1 or 3), equal J → 30.
+    const cost = (pressure: number): HuntLoad['cost'] => ({ durationMs: 10_000, cpuUs: pressure * 60e6, memoryBytes: 0 });
+    const hunts: HuntLoad[] = [
+      { huntId: 'S', periodSeconds: 60, offsetSeconds: 0, movable: true, cost: cost(0.4) },
+      { huntId: 'L', periodSeconds: 120, offsetSeconds: 0, movable: true, cost: cost(0.5) },
+      { huntId: 'x', periodSeconds: 120, offsetSeconds: 60, movable: false, cost: cost(0.4) },
+    ];
+    expect([...buildCurve(hunts, defaults).pressure].map((p) => Number(p.toFixed(9)))).toEqual([0.9, 0, 0.8, 0]);
+    expect(planCycle(hunts, defaults, 1, new Map()).move).toEqual({ cycle: 1, huntId: 'L', from: 0, to: 30 });
+  });
+
+  it('planCycles does not stop while a hunt whose cool-down is ending still has a move', () => {
+    // T 240 (B 8), max_step 30 s: one bucket per move. a (0.75) shares bucket 0 with pinned p;
+    // pinned 0.5s sit in buckets 1 and 7. Cycle 1: a → 30 (bucket 1; tie with 210, lower offset).
+    // Cycles 2–4 it cools down and nothing else may move; cycle 5 it moves on to 60 (bucket 2, empty).
+    const s = { ...defaults, maxStepFraction: 0.125 };
+    const half = { durationMs: 10_000, cpuUs: 30e6, memoryBytes: 0 };
+    const hunts: HuntLoad[] = [
+      { huntId: 'a', periodSeconds: 240, offsetSeconds: 0, movable: true, cost: pulse },
+      { huntId: 'p', periodSeconds: 240, offsetSeconds: 0, movable: false, cost: pulse },
+      { huntId: 'q', periodSeconds: 240, offsetSeconds: 30, movable: false, cost: half },
+      { huntId: 'r', periodSeconds: 240, offsetSeconds: 210, movable: false, cost: half },
+    ];
+    const plan = planCycles(hunts, s, 50);
+    expect(plan.moves).toEqual([
+      { cycle: 1, huntId: 'a', from: 0, to: 30 },
+      { cycle: 5, huntId: 'a', from: 30, to: 60 },
+    ]);
+    expect(plan.objectiveByCycle.length).toBeLessThan(50); // and then it converges
+  });
+
   it('never moves a hunt that would push a bucket over the memory cap', () => {
     // Cap 150: bucket 0 holds 200 (already over). Moving a to bucket 1 or 3 would put 100 +
     // 100 = 200 there (pinned x and y), over the cap; so nothing moves.
@@ -118,6 +153,8 @@ describe('planCycle, properties', () => {
         }
         for (const h of result.hunts) expect(h.offsetSeconds).toBe(offsets.get(h.huntId));
         for (const h of fleet) if (!h.movable) expect(result.moves.some((m) => m.huntId === h.huntId)).toBe(false);
+        // Stopping early means converged: with every hunt out of its cool-down, no move is left.
+        if (result.objectiveByCycle.length < cycles) expect(planCycle(result.hunts, settings, 1, new Map()).move).toBeNull();
       }),
       { numRuns: 150 },
     );

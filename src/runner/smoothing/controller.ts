@@ -7,21 +7,11 @@ import { MAX_BACKOFF_FACTOR } from '../../coordination/materialise.js';
 import type { SmoothingMetrics } from '../../smoothing/metrics.js';
 import type { CoordinationSettings } from '../../coordination/topology.js';
 import type { Logger } from '../../log.js';
-import { probeCostSource, type CostSource } from './cost-source.js';
 import { buildCurve } from '../../smoothing/curve.js';
 import type { Escalation } from './escalation.js';
-import {
-  cooldownFromSchedule,
-  cycleAt,
-  huntLoads,
-  plannerSettings,
-  readFleet,
-  resolveCapacity,
-  writeScheduleMove,
-  type Capacity,
-  type FleetView,
-} from './fleet.js';
+import { cycleAt, writeScheduleMove, type FleetView } from './fleet.js';
 import { markBackoff } from './hunt-state.js';
+import { PlanningReader } from './planning.js';
 import type { HuntLoad, LoadCurve, PhaseMove } from '../../smoothing/model.js';
 import { planCycle } from '../../smoothing/planner.js';
 
@@ -59,11 +49,12 @@ export type CycleOutcome =
 
 export class SmoothingController {
   private lastCycle = Number.NEGATIVE_INFINITY;
-  private costSource: CostSource | undefined;
-  private capacity: Capacity | undefined;
+  private readonly reader: PlanningReader;
   private running: Promise<CycleOutcome | undefined> | undefined;
 
-  constructor(private readonly deps: ControllerDeps) {}
+  constructor(private readonly deps: ControllerDeps) {
+    this.reader = new PlanningReader(deps.client, deps.database, deps.settings, deps.config);
+  }
 
   /** At most once per slot per runner, never two at once; never throws (logs instead). */
   maybePlan(coord: Coordinator, serverNowSeconds: number): Promise<CycleOutcome | undefined> {
@@ -98,16 +89,13 @@ export class SmoothingController {
   }
 
   private async planOnce(cycle: number, stillHeld: () => boolean): Promise<CycleOutcome> {
-    const { client, database, settings, config, log } = this.deps;
-    this.costSource ??= await probeCostSource(client);
-    this.capacity ??= await resolveCapacity(client, config);
-    const planner = plannerSettings(config, this.capacity);
-    let view = await readFleet(client, database, settings, this.costSource, config.costWindowSeconds);
-    const disabledNow = await this.deps.escalation.checkCeilings(view.measured, new Set(view.disabled.map((d) => d.huntId)));
-    const backoffs = await this.backOff(view);
-    if (disabledNow.length > 0 || backoffs.length > 0) view = await readFleet(client, database, settings, this.costSource, config.costWindowSeconds);
-    const loads = huntLoads(view);
-    const result = planCycle(loads, planner, cycle, cooldownFromSchedule(view.schedule, config.cycleSeconds));
+    const { client, database, settings, log } = this.deps;
+    let input = await this.reader.read();
+    const disabledNow = await this.deps.escalation.checkCeilings(input.view.measured, new Set(input.view.disabled.map((d) => d.huntId)));
+    const backoffs = await this.backOff(input.view);
+    if (disabledNow.length > 0 || backoffs.length > 0) input = await this.reader.read();
+    const { view, planner, loads } = input;
+    const result = planCycle(loads, planner, cycle, input.cooldown);
     if (result.move && !stillHeld()) {
       log.warn({ cycle, move: result.move }, 'smoothing: planning outlived the planner lease; the move is dropped');
       return { kind: 'planned', cycle, move: null, backoffs, flatness: buildCurve(loads, planner).flatness };

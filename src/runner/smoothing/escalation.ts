@@ -3,6 +3,7 @@ import type { AutoDisableConfig } from '../../config/load.js';
 import { describeError } from '../../errors.js';
 import type { CoordinationSettings } from '../../coordination/topology.js';
 import type { Logger } from '../../log.js';
+import type { HuntCeilings } from '../../schedule/ceilings.js';
 import type { CeilingResource, SmoothingMetrics } from '../../smoothing/metrics.js';
 import type { HuntCost } from '../../smoothing/model.js';
 import { readCosts } from './cost-source.js';
@@ -15,7 +16,7 @@ import { countFailures, disableHunt, readDisabled, type DisableReason } from './
  * within the window; at K it disables the hunt in hunt_state, which the due SQL
  * skips from the next tick, materialise never touches, and only
  * `dfe-hunt-runner enable <hunt>` lifts. Opt-in ceilings on a hunt's p95 cost
- * disable the same way with their own reason. A disable is loud: a warning line
+ * (global, or per hunt in its file, which wins) disable the same way with their own reason. A disable is loud: a warning line
  * naming hunt and reason, the dfe_hunt_autodisabled gauge, `smoothing status`.
  */
 export const MEMORY_LIMIT_EXCEEDED = 241;
@@ -29,16 +30,29 @@ export interface EscalationDeps {
   readonly log: Logger;
   /** Window of the p95s the ceilings are checked against (the cost window). */
   readonly costWindowSeconds: number;
+  /** The hunt file's own `ceilings:` (undefined: none, or a hunt no longer loaded). */
+  readonly ceilingsOf: (huntId: string) => HuntCeilings | undefined;
+}
+
+/** A hunt's ceilings: its file's value where it sets one, else the global one (pure). */
+export function effectiveCeilings(config: AutoDisableConfig, own: HuntCeilings | undefined): HuntCeilings {
+  return {
+    memoryBytes: own?.memoryBytes ?? config.maxP95MemoryBytes,
+    cpuUs: own?.cpuUs ?? config.maxP95CpuUs,
+    durationMs: own?.durationMs ?? config.maxP95DurationMs,
+  };
 }
 
 /** The ceilings a cost crosses, in a fixed order (pure). */
-export function ceilingBreaches(cost: HuntCost, config: AutoDisableConfig): CeilingResource[] {
+export function ceilingBreaches(cost: HuntCost, ceilings: HuntCeilings): CeilingResource[] {
   const out: CeilingResource[] = [];
-  if (config.maxP95MemoryBytes !== undefined && cost.memoryBytes > config.maxP95MemoryBytes) out.push('memory');
-  if (config.maxP95CpuUs !== undefined && cost.cpuUs > config.maxP95CpuUs) out.push('cpu');
-  if (config.maxP95DurationMs !== undefined && cost.durationMs > config.maxP95DurationMs) out.push('duration');
+  if (ceilings.memoryBytes !== undefined && cost.memoryBytes > ceilings.memoryBytes) out.push('memory');
+  if (ceilings.cpuUs !== undefined && cost.cpuUs > ceilings.cpuUs) out.push('cpu');
+  if (ceilings.durationMs !== undefined && cost.durationMs > ceilings.durationMs) out.push('duration');
   return out;
 }
+
+const hasAny = (c: HuntCeilings): boolean => c.memoryBytes !== undefined || c.cpuUs !== undefined || c.durationMs !== undefined;
 
 const CEILING_REASON: Readonly<Record<CeilingResource, DisableReason>> = Object.freeze({
   memory: 'ceiling_memory',
@@ -56,9 +70,8 @@ export class Escalation {
     log.warn({ hunt: huntId, reason, ...detail }, `hunt ${huntId} auto-disabled (${reason}); lift with: dfe-hunt-runner enable ${huntId}`);
   }
 
-  private get hasCeilings(): boolean {
-    const c = this.deps.config;
-    return c.maxP95MemoryBytes !== undefined || c.maxP95CpuUs !== undefined || c.maxP95DurationMs !== undefined;
+  private ceilings(huntId: string): HuntCeilings {
+    return effectiveCeilings(this.deps.config, this.deps.ceilingsOf(huntId));
   }
 
   /**
@@ -67,7 +80,7 @@ export class Escalation {
    * with smoothing off: the hunt's p95s from hunt_run over the cost window.
    */
   async afterRun(huntId: string, errorCode: number): Promise<void> {
-    if (this.hasCeilings) {
+    if (hasAny(this.ceilings(huntId))) {
       try {
         const { client, database, settings, costWindowSeconds } = this.deps;
         const measured = await readCosts(client, database, settings, 'hunt_run', costWindowSeconds, huntId);
@@ -96,7 +109,7 @@ export class Escalation {
     const disabled: string[] = [];
     for (const [huntId, cost] of costs) {
       if (alreadyDisabled.has(huntId)) continue;
-      const [first] = ceilingBreaches(cost, this.deps.config);
+      const [first] = ceilingBreaches(cost, this.ceilings(huntId));
       if (first === undefined) continue;
       this.deps.metrics.thresholdBreaches.inc({ hunt_id: huntId, resource: first });
       await this.disable(huntId, CEILING_REASON[first], { resource: first, cost });

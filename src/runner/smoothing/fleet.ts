@@ -14,15 +14,6 @@ import type { CooldownState, HuntCost, HuntLoad, PlannerSettings } from '../../s
  * disabled, and the cost model, read from ClickHouse in one go. The controller,
  * `smoothing plan|apply|status|export` all start here.
  */
-export interface ScheduleEntry {
-  readonly huntId: string;
-  readonly intervalSeconds: number;
-  readonly phaseOffset: number;
-  readonly offsetSource: OffsetSource;
-  /** moved_at in epoch ms; 0 = never moved by the controller. */
-  readonly movedAtMs: number;
-}
-
 export interface FleetView {
   readonly schedule: readonly ScheduleEntry[];
   readonly disabled: readonly DisabledHunt[];
@@ -34,6 +25,16 @@ export interface FleetView {
   readonly costs: ReadonlyMap<string, HuntCost>;
   /** The ClickHouse clock when read, epoch seconds. */
   readonly serverNowSeconds: number;
+}
+
+/** The live hunt_schedule row of one hunt (the latest, enabled, with an interval). */
+export interface ScheduleEntry {
+  readonly huntId: string;
+  readonly intervalSeconds: number;
+  readonly phaseOffset: number;
+  readonly offsetSource: OffsetSource;
+  /** moved_at in epoch ms; 0 = never moved by the controller. */
+  readonly movedAtMs: number;
 }
 
 type RawEntry = { hunt_id: string; interval_seconds: string | number; phase_offset: string | number; offset_source: string; moved_ms: string | number };
