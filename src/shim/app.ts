@@ -8,7 +8,7 @@ import type { ShimConfig } from '../config/load.js';
 import { DfeError, describeError, showValue } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import { AuthGuard } from './auth.js';
-import type { ShimContext } from './context.js';
+import type { ShimContext, ShimRouteOptions } from './context.js';
 import { shimErrorHandler } from './error-handler.js';
 import { QueryExecutor } from './executor.js';
 import { ShimMetrics } from './metrics.js';
@@ -38,15 +38,20 @@ export interface ShimDeps {
   readonly registry?: Registry;
 }
 
-/** The routes and their error handler, as one plugin over a built context. */
-export const shimPlugin: FastifyPluginAsync<{ ctx: ShimContext }> = async (app, { ctx }) => {
+/**
+ * The routes and their error handler, as one plugin over a built context.
+ * Each route group is a plugin of its own (routes/*.ts) registered with the
+ * context as its options, so its hooks stay in its scope (the auth hook of
+ * the query routes guards those only).
+ */
+export const shimPlugin: FastifyPluginAsync<ShimRouteOptions> = async (app, options) => {
   app.setErrorHandler(shimErrorHandler);
   app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: 'not found', query: null }));
-  await app.register(async (scope) => healthRoutes(scope, ctx));
-  await app.register(async (scope) => metricsRoutes(scope, ctx));
-  await app.register(async (scope) => statusRoutes(scope, ctx));
-  await app.register(async (scope) => openApiRoutes(scope, ctx));
-  await app.register(async (scope) => queryRoutes(scope, ctx));
+  await app.register(healthRoutes, options);
+  await app.register(metricsRoutes, options);
+  await app.register(statusRoutes, options);
+  await app.register(openApiRoutes, options);
+  await app.register(queryRoutes, options);
 };
 
 function onCatalogueEvent(ctx: ShimContext, logger: Logger, event: CatalogueEvent): void {

@@ -19,3 +19,8 @@ export interface ShimContext {
   /** Lifecycle: `starting` until the server listens, `listening` after, `closing` once close begins. */
   readonly lifecycle: { state: 'starting' | 'listening' | 'closing' };
 }
+
+/** The options every route plugin is registered with (app.ts). */
+export interface ShimRouteOptions {
+  readonly ctx: ShimContext;
+}

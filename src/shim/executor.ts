@@ -86,10 +86,19 @@ export class QueryExecutor {
     return this.cache.size;
   }
 
+  /**
+   * Step 1 alone, synchronous: a young cached value, served (metrics, status),
+   * or undefined, and then `answer`. The query route answers a cache hit
+   * without a promise (docs/performance.md).
+   */
+  cached(query: CompiledQuery, params: DeclaredParams): Answer | undefined {
+    return this.reuse(cacheKey(query.name, query.params, params), query);
+  }
+
   async answer(query: CompiledQuery, params: DeclaredParams, hold: number | undefined): Promise<Answer> {
     const key = cacheKey(query.name, query.params, params);
-    const reused = reusable(this.cache.get(key), query, this.options.clock.nowMs());
-    if (reused !== undefined) return this.served(query, reused);
+    const reused = this.reuse(key, query);
+    if (reused !== undefined) return reused;
     const flight = this.inflight.get(key) ?? this.admit(key, query, params);
     const outcome = flight === undefined ? this.overloaded(query) : await settleWithin(flight.promise, query.deadlineMs);
     if (outcome.kind === 'ok') return this.served(query, { source: 'fresh', value: outcome.value, ageSeconds: 0 });
@@ -100,6 +109,11 @@ export class QueryExecutor {
     this.logFailure(key, query, params, reason, message, answer);
     if (answer.source === 'last_good' && missedHold(query, hold)) this.warnNoHold(query);
     return this.served(query, answer);
+  }
+
+  private reuse(key: string, query: CompiledQuery): Answer | undefined {
+    const reused = reusable(this.cache.get(key), query, this.options.clock.nowMs());
+    return reused === undefined ? undefined : this.served(query, reused);
   }
 
   /** Drops cache entries (and in-flight joins) of queries that changed or went. */

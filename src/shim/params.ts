@@ -38,7 +38,8 @@ export function validateParams(query: CompiledQuery, raw: RawQueryString): Decla
   return Object.freeze(out);
 }
 
-const NUMBER_TEXT = /^(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
+/** The text a `hold` may be: a plain decimal number, no sign (the route's querystring schema uses it too). */
+export const HOLD_TEXT = /^(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
 
 /**
  * The `hold` target of a `metric_type: Value` trigger (docs/failsafe.md#metric_type-value-and-hold): absent, or a
@@ -49,7 +50,7 @@ const NUMBER_TEXT = /^(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
 export function parseHold(query: CompiledQuery, raw: RawQueryString): number | undefined {
   const value = raw.hold;
   if (value === undefined) return undefined;
-  if (typeof value === 'string' && NUMBER_TEXT.test(value)) {
+  if (typeof value === 'string' && HOLD_TEXT.test(value)) {
     const n = Number(value);
     if (isServable(n)) return n;
   }

@@ -8,7 +8,8 @@ import type { Bindings, ChildLoggerOptions } from 'pino';
  * something goes wrong. This one makes the real child on its first use; a
  * request that logs nothing costs one small object. docs/performance.md
  */
-type Method = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+const METHODS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+type Method = (typeof METHODS)[number];
 type Call = (...args: unknown[]) => void;
 
 class LazyChildLogger {
@@ -36,30 +37,22 @@ class LazyChildLogger {
     this.real().level = level;
   }
 
-  fatal(...args: unknown[]): void {
-    this.call('fatal', args);
-  }
-  error(...args: unknown[]): void {
-    this.call('error', args);
-  }
-  warn(...args: unknown[]): void {
-    this.call('warn', args);
-  }
-  info(...args: unknown[]): void {
-    this.call('info', args);
-  }
-  debug(...args: unknown[]): void {
-    this.call('debug', args);
-  }
-  trace(...args: unknown[]): void {
-    this.call('trace', args);
-  }
-  silent(...args: unknown[]): void {
-    this.call('silent', args);
-  }
-
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
     return this.real().child(bindings, options);
+  }
+
+  // The level methods, once on the prototype (not closures per instance: one
+  // logger is made per request). Each makes the real child and forwards.
+  static {
+    for (const method of METHODS) {
+      Object.defineProperty(LazyChildLogger.prototype, method, {
+        value(this: LazyChildLogger, ...args: unknown[]): void {
+          this.call(method, args);
+        },
+        writable: true,
+        configurable: true,
+      });
+    }
   }
 }
 

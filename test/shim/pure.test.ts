@@ -29,6 +29,15 @@ describe('cache key', () => {
     expect(cacheKey('q', ['service', 'ns'], { service: 'x', ns: 'z' })).not.toBe(a);
     expect(cacheKey('r', ['service', 'ns'], { service: 'x', ns: 'y' })).not.toBe(a);
   });
+  it('is the JSON of [name, sorted [param, value] pairs], whatever the characters', () => {
+    fc.assert(
+      fc.property(fc.string(), fc.dictionary(fc.string(), fc.string()), (name, params) => {
+        const declared = Object.keys(params);
+        const pairs = [...declared].sort().map((p) => [p, params[p]]);
+        return cacheKey(name, declared, params) === JSON.stringify([name, pairs]);
+      }),
+    );
+  });
 });
 
 describe('param validation', () => {

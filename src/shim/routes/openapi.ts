@@ -1,7 +1,8 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { Catalogue } from '../../catalogue/types.js';
 import { PARAM_VALUE } from '../params.js';
-import type { ShimContext } from '../context.js';
+import type { ShimContext, ShimRouteOptions } from '../context.js';
+import { ANSWER_SCHEMA, ERROR_SCHEMA } from './schemas.js';
 
 /**
  * `/openapi.json`: an OpenAPI 3.0 description generated from the LIVE
@@ -11,22 +12,6 @@ import type { ShimContext } from '../context.js';
  * or SQL.
  */
 const KEDA_ROUTES: Readonly<Record<string, string>> = Object.freeze({ backlog: '/keda/hunt-backlog', pressure: '/keda/pressure' });
-
-const ANSWER = {
-  type: 'object',
-  required: ['value', 'source', 'age_seconds'],
-  properties: {
-    value: { type: 'number', description: 'The metric value KEDA reads (valueLocation: value).' },
-    source: { type: 'string', enum: ['fresh', 'last_good', 'cold_hold', 'hold'] },
-    age_seconds: { type: 'number', minimum: 0 },
-  },
-} as const;
-
-const ERROR = {
-  type: 'object',
-  required: ['error', 'query'],
-  properties: { error: { type: 'string' }, query: { type: 'string', nullable: true } },
-} as const;
 
 type Security = Record<string, unknown>;
 
@@ -91,11 +76,11 @@ export function openApiDocument(catalogue: Catalogue, ctx: ShimContext): Record<
     openapi: '3.0.3',
     info: { title: 'dfe-keda-shim', version: '1', description: 'KEDA metrics-api endpoints of the live query catalogue.' },
     paths,
-    components: { schemas: { Answer: ANSWER, Error: ERROR }, securitySchemes: security.schemes },
+    components: { schemas: { Answer: ANSWER_SCHEMA, Error: ERROR_SCHEMA }, securitySchemes: security.schemes },
   };
 }
 
-export async function openApiRoutes(app: FastifyInstance, ctx: ShimContext): Promise<void> {
+export const openApiRoutes: FastifyPluginAsync<ShimRouteOptions> = async (app, { ctx }) => {
   // Rebuilt only when the catalogue object changes (a reload swaps it whole).
   let cached: { catalogue: Catalogue; text: string } | undefined;
   app.get('/openapi.json', async (_request, reply) => {
@@ -103,4 +88,4 @@ export async function openApiRoutes(app: FastifyInstance, ctx: ShimContext): Pro
     if (cached?.catalogue !== catalogue) cached = { catalogue, text: JSON.stringify(openApiDocument(catalogue, ctx)) };
     return reply.type('application/json').header('cache-control', 'no-store').send(cached.text);
   });
-}
+};

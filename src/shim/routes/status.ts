@@ -1,8 +1,13 @@
-import type { FastifyInstance } from 'fastify';
-import type { ShimContext } from '../context.js';
+import type { FastifyPluginAsync } from 'fastify';
+import type { ShimContext, ShimRouteOptions } from '../context.js';
 
-/** JSON for operators: where the shim points (no credentials), what it loaded, how each query fares. */
-export async function statusRoutes(app: FastifyInstance, ctx: ShimContext): Promise<void> {
+/**
+ * JSON for operators: where the shim points (no credentials), what it loaded,
+ * how each query fares. No response schema: the per-query part is whatever
+ * status-board.ts reports, and a serialiser schema here would silently drop a
+ * field added there; an operator's poll needs no precompiled serialiser.
+ */
+export const statusRoutes: FastifyPluginAsync<ShimRouteOptions> = async (app, { ctx }) => {
   app.get('/status', async () => {
     const catalogue = ctx.catalogue.current();
     const queries: Record<string, unknown> = {};
@@ -23,7 +28,7 @@ export async function statusRoutes(app: FastifyInstance, ctx: ShimContext): Prom
       queries,
     };
   });
-}
+};
 
 function snake(status: ReturnType<ShimContext['status']['snapshot']>) {
   return {

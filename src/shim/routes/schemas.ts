@@ -1,0 +1,71 @@
+import { HOLD_TEXT } from '../params.js';
+
+/**
+ * The JSON schemas of the routes, each fact once: Fastify compiles them at
+ * startup (Ajv for querystrings, fast-json-stringify for responses), and
+ * /openapi.json publishes the same objects (routes/openapi.ts).
+ */
+
+/**
+ * The 200 body of a query route. As a response schema it becomes a
+ * fast-json-stringify serialiser, compiled once: the same bytes as
+ * JSON.stringify of the handler's object (the same keys in the same order;
+ * the numbers are finite, docs/performance.md), without a walk per answer.
+ * fast-json-stringify writes only the listed properties and ignores the
+ * validation keywords (`enum`, `minimum`), which are for readers.
+ */
+export const ANSWER_SCHEMA = {
+  type: 'object',
+  required: ['value', 'source', 'age_seconds'],
+  properties: {
+    value: { type: 'number', description: 'The metric value KEDA reads (valueLocation: value).' },
+    source: { type: 'string', enum: ['fresh', 'last_good', 'cold_hold', 'hold'] },
+    age_seconds: { type: 'number', minimum: 0 },
+  },
+} as const;
+
+/**
+ * Every error body, `{error, query}` (docs/api.md#answers). Published in
+ * /openapi.json but NOT a response schema of the routes: errors are rare, the
+ * error handler (error-handler.ts) owns this body, and a serialiser schema
+ * would silently drop any field added there.
+ */
+export const ERROR_SCHEMA = {
+  type: 'object',
+  required: ['error', 'query'],
+  properties: { error: { type: 'string' }, query: { type: 'string', nullable: true } },
+} as const;
+
+/**
+ * The querystring of a query route, as far as it is the same for every
+ * catalogue: `hold`, a plain decimal number (docs/failsafe.md#metric_type-value-and-hold).
+ * Other keys pass untouched: a query's declared params, `api_key` for the
+ * auth check, and anything else, which is ignored.
+ *
+ * The declared params are NOT here, and this is deliberate: `/q/:name` serves
+ * every catalogue query through one route, each query declares its own
+ * params, and a reload changes them while Fastify compiles a route's schemas
+ * once, at startup. So they are checked per request against the live
+ * catalogue by params.ts (the same pattern /openapi.json publishes per query,
+ * from the live catalogue).
+ *
+ * The routes set `attachValidation`: Fastify's verdict is not answered as
+ * such. params.ts is stricter than this schema (it checks the declared params
+ * first, then `hold` against the same pattern and the servable range), so a
+ * request the schema rejects is a 400 from params.ts, with the body, the
+ * `bad_request` count and the order (401 before 400, an unknown query's 404
+ * before 400) the routes have always had.
+ */
+export const QUERY_STRING_SCHEMA = {
+  type: 'object',
+  properties: {
+    hold: { type: 'string', pattern: HOLD_TEXT.source },
+  },
+} as const;
+
+/** `/livez` and `/readyz` (200 and 503 alike). */
+export const PROBE_SCHEMA = {
+  type: 'object',
+  required: ['status'],
+  properties: { status: { type: 'string' } },
+} as const;
