@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { ClickHouseHandle } from '../clickhouse/client.js';
+import { openClickHouse, type ClickHouseHandle } from '../clickhouse/client.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { AppConfig } from '../config/load.js';
 import { silentLogger, type Logger } from '../log.js';
