@@ -112,8 +112,10 @@ describe('the smoothing controller', () => {
       `SELECT hunt_id, uniqExact(phase_offset) AS n FROM \`${db.database}\`.hunt_schedule WHERE offset_source = 'learned' GROUP BY hunt_id`,
     );
     const phases = new Map(moved.map((m) => [m.hunt_id, Number(m.n)]));
-    // cheap-c is moved by this test too; any other hunt with two learned offsets was moved by the controller.
-    const controllerMoved = [...CHEAP, ...HEAVY].filter((id) => id !== 'cheap-c' && (phases.get(id) ?? 0) > 1);
+    // cheap-c is moved by this test too; the controller is the only other writer of
+    // learned rows (materialise writes hashed ones), so any other hunt with a learned
+    // offset was moved by it — one move leaves one learned offset.
+    const controllerMoved = [...CHEAP, ...HEAVY].filter((id) => id !== 'cheap-c' && (phases.get(id) ?? 0) >= 1);
     expect(controllerMoved.length, `hunts the controller moved: ${JSON.stringify([...phases])}, cycles ${JSON.stringify([...outcomes])}`).toBeGreaterThanOrEqual(1);
     const shifts = (await Promise.all(runners.map((r) => r.metrics.registry.getSingleMetric('dfe_hunt_phase_shift_total')?.get()))).flatMap(
       (m) => m?.values ?? [],
