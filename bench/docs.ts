@@ -32,9 +32,10 @@ How each figure is measured:
 - **cached value**: throughput from autocannon (a worker thread, 10 connections) on \`/q/cached\`
   (\`fresh_for_seconds: 86400\`) and on a bare Fastify route answering the same JSON, seven
   interleaved pairs of 3 s (bare, shim, bare, shim, …); the ratio is the median of the seven
-  pair ratios, so a burst of other work that slows one pair is outvoted; latency from 2 000
-  sequential requests to each, interleaved and timed with \`performance.now()\` (autocannon
-  records whole milliseconds). What keeps the cached path close to bare Fastify is described
+  pair ratios, so a burst of other work that slows one pair is outvoted; latency from seven
+  rounds of 1 000 sequential requests to each, interleaved and timed with
+  \`performance.now()\` (autocannon records whole milliseconds); a p99 is the tail of ten
+  requests a round, so the p99 ratio is the median of the seven rounds' ratios. What keeps the cached path close to bare Fastify is described
   under "The cached path" below.
 - **pod sizing** (bench/pod-bench.ts): the shim as its own process, as in a pod
   (\`dfe-keda-shim --clickhouse-url …\`, server mode against clickhouse-server on loopback),

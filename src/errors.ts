@@ -17,23 +17,35 @@ export interface ErrorTableRow {
   readonly meaning: string;
 }
 
+/** Bad input: fix the command line, the environment or the request. Exit 2; 500 where HTTP never meets it. */
+function badInput(meaning: string, httpStatus = 500): ErrorTableRow {
+  return { httpStatus, exitCode: 2, meaning };
+}
+
+/** What a request can meet: its HTTP answer; a CLI that meets it failed on the way (exit 1). */
+function answered(httpStatus: number, meaning: string): ErrorTableRow {
+  return { httpStatus, exitCode: 1, meaning };
+}
+
+/** Files and setup a process stops on: exit 1, and never an answer over HTTP (500 if it were). */
+function stopsProcess(meaning: string): ErrorTableRow {
+  return { httpStatus: 500, exitCode: 1, meaning };
+}
+
 export const ERRORS = Object.freeze({
-  // Bad input: fix the command line, the environment or the request.
-  USAGE: { httpStatus: 500, exitCode: 2, meaning: 'a CLI command, argument or flag combination that is not accepted' },
-  CONFIG_INVALID: { httpStatus: 500, exitCode: 2, meaning: 'an environment variable or flag with an invalid value, or an unreadable file it names' },
-  PARAM_INVALID: { httpStatus: 400, exitCode: 2, meaning: 'a missing or invalid request parameter, or a hunt id the CLI does not know' },
-  // What a request can meet.
-  QUERY_UNKNOWN: { httpStatus: 404, exitCode: 1, meaning: 'a query name the catalogue does not have' },
-  UNAUTHORIZED: { httpStatus: 401, exitCode: 1, meaning: 'a request that fails the configured auth check' },
-  STALE: { httpStatus: 503, exitCode: 1, meaning: 'the last-good value is older than max_stale_seconds and ClickHouse gives no fresh one' },
-  CLICKHOUSE_FAILED: { httpStatus: 503, exitCode: 1, meaning: 'ClickHouse answered, but not with what the coordination protocol needs' },
-  // Files and setup a process stops on.
-  CATALOGUE_INVALID: { httpStatus: 500, exitCode: 1, meaning: 'a query catalogue file that does not validate (file, query, key, value)' },
-  CATALOGUE_MISSING: { httpStatus: 500, exitCode: 1, meaning: 'a configured query catalogue file that does not exist' },
-  HUNT_SPEC_INVALID: { httpStatus: 500, exitCode: 1, meaning: 'a hunt file or hunt statement that does not validate' },
-  IDENTIFIER_INVALID: { httpStatus: 500, exitCode: 1, meaning: 'a database, table or column name that is not a plain identifier' },
-  EMBEDDED_UNAVAILABLE: { httpStatus: 500, exitCode: 1, meaning: 'no ClickHouse URL and the embedded engine (npm chdb) is not installed' },
-} as const satisfies Record<string, ErrorTableRow>);
+  USAGE: badInput('a CLI command, argument or flag combination that is not accepted'),
+  CONFIG_INVALID: badInput('an environment variable or flag with an invalid value, or an unreadable file it names'),
+  PARAM_INVALID: badInput('a missing or invalid request parameter, or a hunt id the CLI does not know', 400),
+  QUERY_UNKNOWN: answered(404, 'a query name the catalogue does not have'),
+  UNAUTHORIZED: answered(401, 'a request that fails the configured auth check'),
+  STALE: answered(503, 'the last-good value is older than max_stale_seconds and ClickHouse gives no fresh one'),
+  CLICKHOUSE_FAILED: answered(503, 'ClickHouse answered, but not with what the coordination protocol needs'),
+  CATALOGUE_INVALID: stopsProcess('a query catalogue file that does not validate (file, query, key, value)'),
+  CATALOGUE_MISSING: stopsProcess('a configured query catalogue file that does not exist'),
+  HUNT_SPEC_INVALID: stopsProcess('a hunt file or hunt statement that does not validate'),
+  IDENTIFIER_INVALID: stopsProcess('a database, table or column name that is not a plain identifier'),
+  EMBEDDED_UNAVAILABLE: stopsProcess('no ClickHouse URL and the embedded engine (npm chdb) is not installed'),
+} satisfies Record<string, ErrorTableRow>);
 
 export type DfeErrorCode = keyof typeof ERRORS;
 

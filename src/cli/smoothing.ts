@@ -3,9 +3,12 @@ import { join } from 'node:path';
 import { parseDocument } from 'yaml';
 import type { ClickHouseHandle } from '../clickhouse/client.js';
 import type { AppConfig } from '../config/load.js';
-import { DfeError } from '../errors.js';
+import { DfeError, describeError } from '../errors.js';
 import type { CoordinationSettings } from '../coordination/topology.js';
 import { buildCurve } from '../smoothing/curve.js';
+import { loadHuntsDir } from '../schedule/hunt-files.js';
+import type { HuntCeilings } from '../schedule/ceilings.js';
+import { effectiveCeilings } from '../runner/smoothing/escalation.js';
 import { cycleAt, settledHunts, writeScheduleMove, type Capacity, type FleetView } from '../runner/smoothing/fleet.js';
 import { PlanningReader, type PlanningInput } from '../runner/smoothing/planning.js';
 import type { LoadCurve, PlanResult } from '../smoothing/model.js';
@@ -100,9 +103,48 @@ export async function applyCommand(ctx: SmoothingCliContext): Promise<void> {
   ctx.out(`applied ${finalOffsets.size} learned offset(s) from ${result.moves.length} move(s) into ${ctx.config.clickhouse.dataDatabase}.hunt_schedule\n`);
 }
 
+type CeilingShown = { readonly value: number; readonly from: 'hunt' | 'global' };
+type CeilingsShown = Partial<Record<'memory_bytes' | 'cpu_us' | 'duration_ms', CeilingShown>>;
+
+/**
+ * Each hunt's own `ceilings:` from the hunt files. A hunts directory that cannot be read
+ * leaves status working (it reads ClickHouse) and says why the per-hunt ceilings are unknown.
+ */
+function ownCeilings(ctx: SmoothingCliContext): { readonly byHunt: Map<string, HuntCeilings>; readonly problem: string | null } {
+  try {
+    const set = loadHuntsDir(ctx.huntsDir, ctx.config.runner.spreadFraction);
+    return { byHunt: new Map(set.hunts.map((h) => [h.huntId, h.ceilings])), problem: null };
+  } catch (err) {
+    return { byHunt: new Map(), problem: describeError(err) };
+  }
+}
+
+/** The ceilings that apply to one hunt, each with where it comes from (docs/smoothing.md, "Escalation"). */
+function shownCeilings(ctx: SmoothingCliContext, own: HuntCeilings | undefined): CeilingsShown {
+  const applied = effectiveCeilings(ctx.config.runner.autoDisable, own);
+  const out: { -readonly [K in keyof CeilingsShown]: CeilingShown } = {};
+  const add = (key: keyof CeilingsShown, value: number | undefined, ownValue: number | undefined) => {
+    if (value !== undefined) out[key] = { value, from: ownValue !== undefined ? 'hunt' : 'global' };
+  };
+  add('memory_bytes', applied.memoryBytes, own?.memoryBytes);
+  add('cpu_us', applied.cpuUs, own?.cpuUs);
+  add('duration_ms', applied.durationMs, own?.durationMs);
+  return out;
+}
+
+function ceilingsText(c: CeilingsShown): string {
+  const parts = [
+    c.memory_bytes && `mem ${c.memory_bytes.value} B (${c.memory_bytes.from})`,
+    c.cpu_us && `cpu ${c.cpu_us.value} µs (${c.cpu_us.from})`,
+    c.duration_ms && `dur ${c.duration_ms.value} ms (${c.duration_ms.from})`,
+  ].filter(Boolean);
+  return parts.length > 0 ? parts.join(', ') : '-';
+}
+
 export async function statusCommand(ctx: SmoothingCliContext): Promise<void> {
   const { view, capacity, planner: settings, loads } = await load(ctx);
   const smoothing = ctx.config.runner.smoothing;
+  const own = ownCeilings(ctx);
   const curve = buildCurve(loads, settings);
   const disabled = new Map(view.disabled.map((d) => [d.huntId, d]));
   const settled = new Set(settledHunts(view.schedule, view.serverNowSeconds, smoothing.settlingSeconds).map((e) => e.huntId));
@@ -117,6 +159,7 @@ export async function statusCommand(ctx: SmoothingCliContext): Promise<void> {
     runs_in_window: view.runs.get(e.huntId) ?? 0,
     cost: view.costs.get(e.huntId) ?? null,
     cost_measured: view.measured.has(e.huntId),
+    ceilings: shownCeilings(ctx, own.byHunt.get(e.huntId)),
   }));
   const stats = { objective: curve.objective, flatness: curve.flatness, peak: curve.peak, mean: curve.mean, memory_peak_bytes: curve.memoryPeakBytes };
   if (ctx.json) {
@@ -132,6 +175,7 @@ export async function statusCommand(ctx: SmoothingCliContext): Promise<void> {
       hyperperiod_seconds: curve.hyperperiodSeconds,
       curve: stats,
       disabled: view.disabled.map((d) => ({ hunt_id: d.huntId, reason: d.reason, disabled_at: d.disabledAt })),
+      hunt_files_problem: own.problem,
       hunts,
     };
     ctx.out(`${JSON.stringify(report)}\n`);
@@ -141,7 +185,8 @@ export async function statusCommand(ctx: SmoothingCliContext): Promise<void> {
     `smoothing ${smoothing.enabled ? 'ON' : 'off'} (DFE_HUNT_SMOOTHING_ENABLED); costs from ${view.costSource} over ${smoothing.costWindowSeconds} s`,
     `memory cap ${capacity.memoryCapBytes} B (${capacity.memoryFrom}), ${capacity.cpuCores} core(s) (${capacity.cpuFrom}), buckets of ${settings.bucketSeconds} s`,
     ...curveLines('now', curve, curve.peak),
-    'hunt\tinterval\toffset\tsource\tmoved_at\tp95 ms\tp95 cpu µs\tp95 mem B\truns\tstate',
+    ...(own.problem ? [`per-hunt ceilings unknown: ${own.problem}`] : []),
+    'hunt\tinterval\toffset\tsource\tmoved_at\tp95 ms\tp95 cpu µs\tp95 mem B\truns\tceilings\tstate',
     ...hunts.map((h) =>
       [
         h.hunt_id,
@@ -153,6 +198,7 @@ export async function statusCommand(ctx: SmoothingCliContext): Promise<void> {
         h.cost ? Math.round(h.cost.cpuUs) : '-',
         h.cost ? Math.round(h.cost.memoryBytes) : '-',
         h.cost_measured ? h.runs_in_window : `${h.runs_in_window} (median)`,
+        ceilingsText(h.ceilings),
         h.disabled_reason ? `DISABLED: ${h.disabled_reason}` : 'enabled',
       ].join('\t'),
     ),

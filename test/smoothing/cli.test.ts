@@ -32,7 +32,7 @@ beforeAll(async () => {
   if (build.status !== 0) console.warn(`tsc -p tsconfig.build.json exited ${build.status}:\n${build.stdout.slice(0, 2000)}`);
   expect(existsSync(CLI), 'the compiled CLI').toBe(true);
   hunts.write('cheap', 'schedule: {mode: rate, interval: 5m}\nqueries: ["SELECT 1"]\n');
-  hunts.write('heavy', 'schedule: {mode: rate, interval: 15m}\nqueries: ["SELECT count() FROM numbers(10)"]\n');
+  hunts.write('heavy', 'schedule: {mode: rate, interval: 15m}\nqueries: ["SELECT count() FROM numbers(10)"]\nceilings: {duration_ms: 60000}\n');
   hunts.write('pinned', 'schedule: {mode: rate, interval: 15m, phase_offset: 412}\nqueries: ["SELECT 2"]\n');
   expect((await cli(['schema', '--apply'])).code).toBe(0);
   const m = await cli(['materialise']);
@@ -63,6 +63,22 @@ describe('dfe-hunt-runner smoothing', () => {
       ['heavy', 'hash', expect.any(Number)],
       ['pinned', 'pinned', 412],
     ]);
+  });
+
+  it('status shows the ceilings of each hunt and whether the hunt file or the global setting sets them', async () => {
+    const status = await cli(['smoothing', 'status', '--json'], { DFE_HUNT_AUTODISABLE_MAX_P95_DURATION_MS: '5000', DFE_HUNT_AUTODISABLE_MAX_P95_MEMORY_BYTES: '1000000000' });
+    expect(status.code, status.stderr).toBe(0);
+    const report = JSON.parse(status.stdout) as { hunt_files_problem: string | null; hunts: Array<{ hunt_id: string; ceilings: unknown }> };
+    expect(report.hunt_files_problem).toBeNull();
+    const global = { memory_bytes: { value: 1_000_000_000, from: 'global' } };
+    expect(report.hunts.map((h) => [h.hunt_id, h.ceilings])).toEqual([
+      ['cheap', { ...global, duration_ms: { value: 5000, from: 'global' } }],
+      ['heavy', { ...global, duration_ms: { value: 60000, from: 'hunt' } }],
+      ['pinned', { ...global, duration_ms: { value: 5000, from: 'global' } }],
+    ]);
+    const text = await cli(['smoothing', 'status']);
+    expect(text.stdout).toMatch(/^heavy\t.*\tdur 60000 ms \(hunt\)\tenabled$/m);
+    expect(text.stdout).toMatch(/^cheap\t.*\t-\tenabled$/m);
   });
 
   it('status without --json draws the curve and names the cost source', async () => {

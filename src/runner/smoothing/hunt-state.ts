@@ -25,7 +25,7 @@ export interface DisabledHunt {
 type Patch = { readonly reason?: string; readonly stampDisabledAt?: boolean; readonly tooAggressive?: 0 | 1 };
 
 function writeSettings(settings: CoordinationSettings) {
-  // An embedded session may still carry a hunt's log_comment/dedup token (see coordination.ts).
+  // An embedded session may still carry a hunt's log_comment/dedup token (docs/embedded.md).
   return { ...settings.write, log_comment: '', insert_deduplication_token: '' };
 }
 
