@@ -59,24 +59,27 @@ describe('after a failed query (quirk 6)', () => {
 });
 
 describe('statement sessions (quirks 2 and 3)', () => {
-  const pool = () => embeddedSessionPool(() => openEmbedded(embeddedPathForThisProcess()), new Gate(2), new Gate(1));
-
-  it('a setting sent with one query stays set on that session', async () => {
-    const sessions = pool();
+  /** A pool of its own for one test, closed whatever the test does. */
+  async function withPool(test: (sessions: ReturnType<typeof embeddedSessionPool>) => Promise<void>): Promise<void> {
+    const sessions = embeddedSessionPool(() => openEmbedded(embeddedPathForThisProcess()), new Gate(2), new Gate(1));
     try {
+      await test(sessions);
+    } finally {
+      await sessions.close();
+    }
+  }
+
+  it('a setting sent with one query stays set on that session', () =>
+    withPool(async (sessions) => {
       const session = await sessions.acquire();
       const before = await maxThreads(session.client);
       await session.client.command({ query: 'SELECT 1', clickhouse_settings: { max_threads: 3 } });
       expect(await maxThreads(session.client)).toBe('3');
       expect(before).not.toBe('3');
-    } finally {
-      await sessions.close();
-    }
-  });
+    }));
 
-  it('release puts the run’s settings back to DEFAULT and the session is reused', async () => {
-    const sessions = pool();
-    try {
+  it('release puts the run’s settings back to DEFAULT and the session is reused', () =>
+    withPool(async (sessions) => {
       const session = await sessions.acquire();
       const before = await maxThreads(session.client);
       await session.client.command({ query: 'SELECT 1', clickhouse_settings: { max_threads: 3 } });
@@ -84,33 +87,22 @@ describe('statement sessions (quirks 2 and 3)', () => {
       const again = await sessions.acquire();
       expect(again.client, 'the idle session is reused').toBe(session.client);
       expect(await maxThreads(again.client)).toBe(before);
-    } finally {
-      await sessions.close();
-    }
-  });
+    }));
 
-  it('concurrent runs get sessions of their own', async () => {
-    const sessions = pool();
-    try {
+  it('concurrent runs get sessions of their own', () =>
+    withPool(async (sessions) => {
       const [a, b] = await Promise.all([sessions.acquire(), sessions.acquire()]);
       expect(a?.client).not.toBe(b?.client);
-    } finally {
-      await sessions.close();
-    }
-  });
+    }));
 
-  it('a session that cannot be reset is dropped, never reused', async () => {
-    const sessions = pool();
-    try {
+  it('a session that cannot be reset is dropped, never reused', () =>
+    withPool(async (sessions) => {
       const session = await sessions.acquire();
       // A reset the engine refuses (hunt keys are validated identifiers, so here a syntax error).
       await sessions.release(session, ['1 = 1; SET']);
       const next = await sessions.acquire();
       expect(next.client).not.toBe(session.client);
-    } finally {
-      await sessions.close();
-    }
-  });
+    }));
 });
 
 describe('the gates (quirks 4 and 5)', () => {
