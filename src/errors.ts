@@ -99,7 +99,9 @@ export function describeError(err: unknown): string {
   if (err instanceof Error) {
     const code = (err as { code?: unknown }).code;
     const first = (err.message.split('\n')[0] ?? '').slice(0, 300);
-    return typeof code === 'string' && code !== '' ? `${code}: ${first}` : first || err.name;
+    // Node's system errors already start their message with the code (`ENOENT: no such file…`).
+    const prefixed = typeof code === 'string' && code !== '' && !first.startsWith(`${code}:`);
+    return prefixed ? `${code}: ${first}` : first || err.name;
   }
   return String(err).slice(0, 300);
 }

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { DfeError, ERRORS, exitCodeOf, type DfeErrorCode } from '../src/errors.js';
+import { DfeError, ERRORS, describeError, exitCodeOf, type DfeErrorCode } from '../src/errors.js';
 import { statusOf } from '../src/shim/error-handler.js';
 
 /** The one error table (src/errors.ts), held to what docs/api.md#errors promises and to what src throws. */
@@ -84,5 +84,14 @@ describe('reading the table', () => {
   it('carries an auth challenge as a typed field', () => {
     expect(new DfeError('UNAUTHORIZED', 'unauthorized', { challenge: 'Basic realm="dfe"' }).challenge).toBe('Basic realm="dfe"');
     expect(new DfeError('UNAUTHORIZED', 'unauthorized').challenge).toBeUndefined();
+  });
+});
+
+describe('describeError', () => {
+  it('puts the code before the message once, also when the message already starts with it', () => {
+    const system = Object.assign(new Error("ENOENT: no such file or directory, scandir '/x'"), { code: 'ENOENT' });
+    expect(describeError(system)).toBe("ENOENT: no such file or directory, scandir '/x'");
+    const dfe = new DfeError('USAGE', 'bad flag');
+    expect(describeError(dfe)).toBe('USAGE: bad flag');
   });
 });
