@@ -1,20 +1,13 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { openClickHouse, type ClickHouseHandle } from '../clickhouse/client.js';
 import { loadConfig, type AppConfig } from '../config/load.js';
 import { DfeError } from '../errors.js';
 import { createLogger, loggerOptions, type Logger } from '../log.js';
-import { Coordinator } from '../coordination/coordinator.js';
-import { dueRowsSql, type DueRow } from '../coordination/due-sql.js';
-import { loadHuntsDir, logHuntSet } from '../schedule/hunt-files.js';
-import { materialise, materialiseSummary, readSchedule } from '../coordination/materialise.js';
-import { applySchema, coordinationSettings, resolveTopology } from '../coordination/topology.js';
-import { schemaDdl, type SchemaOptions } from '../coordination/tables.js';
+import { applySchemaNow, dueNow, enableHuntNow, materialiseHunts, requestRunNow, schemaStatements } from '../runner/operations.js';
 import { startHuntRunner, type HuntRunnerProcess } from '../runner/start.js';
-import { enableHunt, readDisabled } from '../runner/smoothing/hunt-state.js';
-import { exitWhenDone, launch, reportFailure, type FailureStyle, type Program, type Running } from './shell.js';
-import { applyCommand, exportCommand, parseCycles, planCommand, statusCommand } from './smoothing.js';
+import { SMOOTHING_VERBS, smoothingCommand, type SmoothingVerb } from '../smoothing/control/operator.js';
+import { exitWhenDone, invokedDirectly, launch, reportFailure, type FailureStyle, type Program, type Running } from './shell.js';
 
 const USAGE = `Usage: dfe-hunt-runner <command> [options]
 
@@ -41,7 +34,7 @@ Options (each overrides its environment variable):
   --poll SECONDS           seconds between ticks                   (DFE_HUNT_RUNNER_POLL_SECONDS, default 15)
   --cap N                  concurrent runs per runner              (DFE_HUNT_RUNNER_CAP, default 8)
   --metrics-port PORT      /livez, /readyz, /metrics port          (DFE_HUNT_RUNNER_METRICS_PORT, default 9464)
-  --metrics-host HOST      listen address of that port (default 0.0.0.0, so kubelet probes reach it)
+  --metrics-host HOST      listen address of that port             (DFE_HUNT_RUNNER_METRICS_HOST, default 0.0.0.0)
   --bucket-seconds N       smoothing: curve bucket Δ               (DFE_HUNT_SMOOTHING_BUCKET_SECONDS, default 30)
   --max-step FRACTION      smoothing: max step as a fraction of T  (DFE_HUNT_SMOOTHING_MAX_STEP_FRACTION, default 0.25)
   --memory-cap-bytes N     smoothing: M_cap                        (DFE_HUNT_SMOOTHING_MEMORY_CAP_BYTES, default: the server's)
@@ -99,121 +92,62 @@ function stderrLogger(config: AppConfig): Logger {
   return pino(loggerOptions(config.log), pino.destination(2));
 }
 
-async function withClickHouse<T>(config: AppConfig, fn: (handle: ClickHouseHandle) => Promise<T>): Promise<T> {
-  const handle = await openClickHouse(config.clickhouse);
-  try {
-    return await fn(handle);
-  } finally {
-    await handle.close();
-  }
-}
+const print = (text: string): void => void process.stdout.write(text);
 
-async function settingsFor(handle: ClickHouseHandle, config: AppConfig) {
-  return coordinationSettings(await resolveTopology(handle.client, config.clickhouse));
-}
-
-function schemaOptions(config: AppConfig): SchemaOptions {
-  return { runRetentionDays: config.clickhouse.runRetentionDays };
+function needsHuntId(command: string, huntId: string | undefined): string {
+  if (!huntId) throw new DfeError('USAGE', `${command} needs a hunt id: dfe-hunt-runner ${command} <hunt_id>`);
+  return huntId;
 }
 
 async function schemaCommand(config: AppConfig, flags: Flags): Promise<void> {
   if (flags.apply && flags.print) throw new DfeError('USAGE', 'schema takes --apply or --print, not both');
-  const { dataDatabase } = config.clickhouse;
-  await withClickHouse(config, async (handle) => {
-    const resolved = await resolveTopology(handle.client, config.clickhouse);
-    if (!flags.apply) {
-      for (const statement of schemaDdl(dataDatabase, resolved, schemaOptions(config))) process.stdout.write(`${statement};\n`);
-      return;
-    }
-    const statements = await applySchema(handle.client, dataDatabase, resolved, schemaOptions(config));
-    process.stdout.write(`schema applied to ${dataDatabase} (${resolved.kind}): ${statements.length} statement(s), each idempotent\n`);
-  });
-}
-
-async function materialiseCommand(config: AppConfig, log: Logger): Promise<void> {
-  const set = loadHuntsDir(config.runner.huntsDir, config.runner.spreadFraction);
-  logHuntSet(log, set);
-  await withClickHouse(config, async (handle) => {
-    const plan = await materialise(handle.client, config.clickhouse.dataDatabase, set.hunts, await settingsFor(handle, config));
-    process.stdout.write(`${materialiseSummary(plan, config.clickhouse.dataDatabase)}\n`);
-  });
+  if (!flags.apply) {
+    for (const statement of (await schemaStatements(config)).statements) print(`${statement};\n`);
+    return;
+  }
+  const { kind, count } = await applySchemaNow(config);
+  print(`schema applied to ${config.clickhouse.dataDatabase} (${kind}): ${count} statement(s), each idempotent\n`);
 }
 
 async function dueCommand(config: AppConfig, flags: Flags): Promise<void> {
-  await withClickHouse(config, async (handle) => {
-    const rs = await handle.client.query({
-      query: dueRowsSql(config.clickhouse.dataDatabase),
-      format: 'JSONEachRow',
-      clickhouse_settings: (await settingsFor(handle, config)).read,
-    });
-    const rows = (await rs.json<DueRow>()).map((r) => ({
-      hunt_id: r.hunt_id,
-      fire: Number(r.fire),
-      requested: Number(r.requested) === 1,
-      server_now: Number(r.server_now),
-    }));
-    if (flags.json) {
-      process.stdout.write(`${JSON.stringify(rows)}\n`);
-      return;
-    }
-    for (const r of rows) {
-      const when = new Date(r.fire * 1000).toISOString();
-      process.stdout.write(`${r.hunt_id}\tfire ${r.fire} (${when})\tlate ${r.server_now - r.fire}s${r.requested ? '\trun-now' : ''}\n`);
-    }
-    process.stdout.write(`${rows.length} hunt(s) due\n`);
-  });
-}
-
-async function runNowCommand(config: AppConfig, huntId: string | undefined): Promise<void> {
-  if (!huntId) throw new DfeError('USAGE', 'run-now needs a hunt id: dfe-hunt-runner run-now <hunt_id>');
-  const database = config.clickhouse.dataDatabase;
-  await withClickHouse(config, async (handle) => {
-    const settings = await settingsFor(handle, config);
-    const known = (await readSchedule(handle.client, database, settings)).some((r) => r.hunt_id === huntId && r.enabled === 1);
-    if (!known) {
-      throw new DfeError('PARAM_INVALID', `hunt ${JSON.stringify(huntId)} is not in ${database}.hunt_schedule (run materialise first?)`, {
-        key: 'hunt_id',
-        value: huntId,
-      });
-    }
-    const fire = await new Coordinator(handle.client, database, settings).requestRun(huntId);
-    process.stdout.write(`requested a run of ${huntId} at fire ${fire} (${new Date(fire * 1000).toISOString()})\n`);
-  });
-}
-
-async function enableCommand(config: AppConfig, huntId: string | undefined): Promise<void> {
-  if (!huntId) throw new DfeError('USAGE', 'enable needs a hunt id: dfe-hunt-runner enable <hunt_id>');
-  const database = config.clickhouse.dataDatabase;
-  await withClickHouse(config, async (handle) => {
-    const settings = await settingsFor(handle, config);
-    const was = (await readDisabled(handle.client, database, settings)).find((d) => d.huntId === huntId);
-    if (!was) {
-      process.stdout.write(`${huntId} is not disabled; nothing to do\n`);
-      return;
-    }
-    await enableHunt(handle.client, database, settings, huntId);
-    process.stdout.write(`enabled ${huntId} (was disabled: ${was.reason} at ${was.disabledAt}); it is due again from the next tick\n`);
-  });
-}
-
-async function smoothingCommand(config: AppConfig, verb: string | undefined, flags: Flags): Promise<void> {
-  const commands = { plan: planCommand, apply: applyCommand, status: statusCommand, export: exportCommand } as const;
-  if (verb === undefined || !(verb in commands)) {
-    throw new DfeError('USAGE', `smoothing needs one of plan, apply, status, export (got ${JSON.stringify(verb ?? '')})`);
+  const due = await dueNow(config);
+  if (flags.json) {
+    print(`${JSON.stringify(due.map((d) => ({ hunt_id: d.huntId, fire: d.fire, requested: d.requested, server_now: d.serverNow })))}\n`);
+    return;
   }
-  const cycles = parseCycles(typeof flags.cycles === 'string' ? flags.cycles : undefined);
-  await withClickHouse(config, async (handle) => {
-    const ctx = {
-      config,
-      handle,
-      settings: await settingsFor(handle, config),
-      json: flags.json === true,
-      cycles,
-      huntsDir: config.runner.huntsDir,
-      out: (text: string) => void process.stdout.write(text),
-    };
-    await commands[verb as keyof typeof commands](ctx);
-  });
+  for (const d of due) {
+    print(`${d.huntId}\tfire ${d.fire} (${new Date(d.fire * 1000).toISOString()})\tlate ${d.serverNow - d.fire}s${d.requested ? '\trun-now' : ''}\n`);
+  }
+  print(`${due.length} hunt(s) due\n`);
+}
+
+async function runNowCommand(config: AppConfig, huntId: string): Promise<void> {
+  const fire = await requestRunNow(config, huntId);
+  print(`requested a run of ${huntId} at fire ${fire} (${new Date(fire * 1000).toISOString()})\n`);
+}
+
+async function enableCommand(config: AppConfig, huntId: string): Promise<void> {
+  const was = await enableHuntNow(config, huntId);
+  if (was === null) print(`${huntId} is not disabled; nothing to do\n`);
+  else print(`enabled ${huntId} (was disabled: ${was.reason} at ${was.disabledAt}); it is due again from the next tick\n`);
+}
+
+const DEFAULT_CYCLES = 100;
+
+function parseCycles(raw: string | boolean | undefined): number {
+  if (typeof raw !== 'string') return DEFAULT_CYCLES;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(n) || n < 1) {
+    throw new DfeError('USAGE', `invalid --cycles=${JSON.stringify(raw)}: must be a whole number ≥ 1`, { key: 'cycles', value: raw });
+  }
+  return n;
+}
+
+async function smoothingVerbCommand(config: AppConfig, verb: string | undefined, flags: Flags): Promise<void> {
+  if (verb === undefined || !(SMOOTHING_VERBS as readonly string[]).includes(verb)) {
+    throw new DfeError('USAGE', `smoothing needs one of ${SMOOTHING_VERBS.join(', ')} (got ${JSON.stringify(verb ?? '')})`);
+  }
+  print(await smoothingCommand(config, verb as SmoothingVerb, { json: flags.json === true, cycles: parseCycles(flags.cycles) }));
 }
 
 /**
@@ -228,25 +162,23 @@ function runProgram(flags: Flags, failure: FailureStyle): Program<AppConfig, Hun
   return {
     failure,
     configure: () => loadConfig(process.env, stringFlags(flags)),
-    start(config) {
-      const host = typeof flags['metrics-host'] === 'string' ? flags['metrics-host'] : '0.0.0.0';
-      return startHuntRunner({ config, log: createLogger(config.log), serve: { host, port: config.runner.metricsPort } });
-    },
+    start: (config) => startHuntRunner({ config, log: createLogger(config.log), serve: { host: config.runner.metricsHost, port: config.runner.metricsPort } }),
     signals: (runner) => ({ logger: runner.logger, graceMs: RUN_GRACE_MS, stoppingMessage: 'stopping: waiting for in-flight runs' }),
   };
 }
 
 /** The one-shot commands: each ends with exit 0, or throws. */
 const COMMANDS: Readonly<Record<string, (config: AppConfig, parsed: Parsed) => Promise<void>>> = {
-  materialise: (config) => materialiseCommand(config, stderrLogger(config)),
+  materialise: async (config) => print(`${await materialiseHunts(config, stderrLogger(config))}\n`),
   due: (config, { flags }) => dueCommand(config, flags),
-  'run-now': (config, { rest }) => runNowCommand(config, rest[0]),
+  'run-now': (config, { rest }) => runNowCommand(config, needsHuntId('run-now', rest[0])),
   schema: (config, { flags }) => schemaCommand(config, flags),
-  enable: (config, { rest }) => enableCommand(config, rest[0]),
-  smoothing: (config, { rest, flags }) => smoothingCommand(config, rest[0], flags),
+  enable: (config, { rest }) => enableCommand(config, needsHuntId('enable', rest[0])),
+  smoothing: (config, { rest, flags }) => smoothingVerbCommand(config, rest[0], flags),
 };
 
-async function main(argv: string[]): Promise<Running | number> {
+/** Runs the CLI. Resolves with the running runner (`run`), or the exit code. */
+export async function main(argv: string[]): Promise<Running | number> {
   let parsed: Parsed;
   try {
     parsed = parse(argv);
@@ -271,4 +203,4 @@ async function main(argv: string[]): Promise<Running | number> {
   }
 }
 
-exitWhenDone(main(process.argv.slice(2)), { prefix: 'dfe-hunt-runner: ' });
+if (invokedDirectly(import.meta.url)) exitWhenDone(main(process.argv.slice(2)), { prefix: 'dfe-hunt-runner: ' });

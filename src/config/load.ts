@@ -48,10 +48,13 @@ export interface ShimConfig {
   readonly tls: { readonly certFile: string; readonly keyFile: string; readonly clientCaFile: string | undefined } | undefined;
 }
 
+/** What the smoothing controller does (docs/smoothing.md, "Off, observe, on"). */
+export type SmoothingMode = 'off' | 'observe' | 'on';
+
 /** Load smoothing (docs/smoothing.md); each setting's env twin is DFE_HUNT_SMOOTHING_<NAME>. */
 export interface SmoothingConfig {
-  /** Default false: the controller never runs and no offset moves. */
-  readonly enabled: boolean;
+  /** DFE_HUNT_SMOOTHING, default observe: the load gauges and what it would move, no offset written. */
+  readonly mode: SmoothingMode;
   /** Seconds between planning cycles, default 300. */
   readonly cycleSeconds: number;
   /** Δ, seconds per curve bucket, default 30. */
@@ -89,6 +92,8 @@ export interface RunnerConfig {
   readonly pollSeconds: number;
   readonly cap: number;
   readonly metricsPort: number;
+  /** Listen address of the probes and /metrics. */
+  readonly metricsHost: string;
   readonly leaseSeconds: number;
   readonly settleMs: number;
   readonly runnerId: string | undefined;
@@ -101,6 +106,8 @@ export interface AppConfig {
   readonly shim: ShimConfig;
   readonly runner: RunnerConfig;
   readonly log: { readonly level: string; readonly format: 'json' | 'pretty' };
+  /** One line per old variable name read as a fallback; the shell logs them at start. */
+  readonly notices: readonly string[];
 }
 
 /** CLI flags, by their env twin, so that flags override env with one schema. */
@@ -115,7 +122,7 @@ export const FLAG_TO_ENV: Readonly<Record<string, keyof z.input<typeof envSchema
   poll: 'DFE_HUNT_RUNNER_POLL_SECONDS',
   cap: 'DFE_HUNT_RUNNER_CAP',
   'metrics-port': 'DFE_HUNT_RUNNER_METRICS_PORT',
-  'runner-id': 'DFE_HUNT_RUNNER_ID',
+  'metrics-host': 'DFE_HUNT_RUNNER_METRICS_HOST',
   'bucket-seconds': 'DFE_HUNT_SMOOTHING_BUCKET_SECONDS',
   'max-step': 'DFE_HUNT_SMOOTHING_MAX_STEP_FRACTION',
   'memory-cap-bytes': 'DFE_HUNT_SMOOTHING_MEMORY_CAP_BYTES',
@@ -124,11 +131,12 @@ export const FLAG_TO_ENV: Readonly<Record<string, keyof z.input<typeof envSchema
 });
 
 /**
- * The original shim's variable names, read as fallbacks so its users can move
- * over without renaming (README, "Migrating"): the `DFE_*` name wins when both
- * are set.
+ * Old variable names, read as fallbacks so their users can move over without
+ * renaming (README, "Migrating"): the new name wins when both are set, and a
+ * start-up line names each fallback read. The original shim's CLICKHOUSE_*
+ * names, and this project's own renamed ones.
  */
-export const LEGACY_ENV: Readonly<Record<string, keyof z.input<typeof envSchema>>> = Object.freeze({
+const LEGACY_ENV: Readonly<Record<string, keyof z.input<typeof envSchema>>> = Object.freeze({
   CLICKHOUSE_HOST: 'DFE_CLICKHOUSE_HOST',
   CLICKHOUSE_PORT: 'DFE_CLICKHOUSE_PORT',
   CLICKHOUSE_USER: 'DFE_CLICKHOUSE_USERNAME',
@@ -137,7 +145,21 @@ export const LEGACY_ENV: Readonly<Record<string, keyof z.input<typeof envSchema>
   CLICKHOUSE_SECURE: 'DFE_CLICKHOUSE_SECURE',
   CLICKHOUSE_VERIFY: 'DFE_CLICKHOUSE_VERIFY',
   CLICKHOUSE_CA_CERT: 'DFE_CLICKHOUSE_CA_CERT',
+  DFE_ENGINE_HUNTS_PHASE_SPREAD_FRACTION: 'DFE_HUNTS_PHASE_SPREAD_FRACTION',
+  DFE_HUNT_SMOOTHING_ENABLED: 'DFE_HUNT_SMOOTHING',
 });
+
+/**
+ * The boolean DFE_HUNT_SMOOTHING_ENABLED as a state: true acts (on); false was an
+ * explicit "never touch my schedule", kept as off (docs/smoothing.md). Anything
+ * else goes through unchanged, so the error names the old variable.
+ */
+function legacySmoothing(value: string): string {
+  const v = value.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(v)) return 'on';
+  if (['0', 'false', 'no', 'off'].includes(v)) return 'off';
+  return value;
+}
 
 /** Variables as the schema sees them, and for each the name it was read from (an error names that one). */
 function pickEnv(env: NodeJS.ProcessEnv): { raw: Record<string, string>; source: Record<string, string> } {
@@ -154,7 +176,7 @@ function pickEnv(env: NodeJS.ProcessEnv): { raw: Record<string, string>; source:
   for (const [legacy, key] of Object.entries(LEGACY_ENV)) {
     const value = env[legacy];
     if (raw[key] === undefined && value !== undefined && value !== '') {
-      raw[key] = value;
+      raw[key] = legacy === 'DFE_HUNT_SMOOTHING_ENABLED' ? legacySmoothing(value) : value;
       source[key] = legacy;
     }
   }
@@ -196,7 +218,24 @@ function shownValue(key: string, value: string | undefined): string {
   return showValue(value);
 }
 
-function build(e: ParsedEnv): AppConfig {
+/** Each auth mode's secret files must be set (their contents are read per request, by the shim). */
+function assertAuthFiles(e: ParsedEnv): void {
+  const mode = e.DFE_KEDA_SHIM_AUTH_MODE;
+  const needed: Array<[string, string | undefined]> =
+    mode === 'bearer' || mode === 'apiKey'
+      ? [['DFE_KEDA_SHIM_AUTH_TOKEN_FILE', e.DFE_KEDA_SHIM_AUTH_TOKEN_FILE]]
+      : mode === 'basic'
+        ? [
+            ['DFE_KEDA_SHIM_AUTH_USERNAME_FILE', e.DFE_KEDA_SHIM_AUTH_USERNAME_FILE],
+            ['DFE_KEDA_SHIM_AUTH_PASSWORD_FILE', e.DFE_KEDA_SHIM_AUTH_PASSWORD_FILE],
+          ]
+        : [];
+  for (const [key, value] of needed) {
+    if (value === undefined) throw new DfeError('CONFIG_INVALID', `DFE_KEDA_SHIM_AUTH_MODE=${mode} needs ${key}`, { key, value: mode });
+  }
+}
+
+function build(e: ParsedEnv, notices: readonly string[]): AppConfig {
   let url: string | undefined;
   let username = e.DFE_CLICKHOUSE_USERNAME;
   let password = e.DFE_CLICKHOUSE_PASSWORD;
@@ -232,6 +271,7 @@ function build(e: ParsedEnv): AppConfig {
       key: e.DFE_KEDA_SHIM_TLS_CERT_FILE ? 'DFE_KEDA_SHIM_TLS_KEY_FILE' : 'DFE_KEDA_SHIM_TLS_CERT_FILE',
     });
   }
+  assertAuthFiles(e);
   return {
     clickhouse: {
       backend,
@@ -268,15 +308,16 @@ function build(e: ParsedEnv): AppConfig {
     },
     runner: {
       huntsDir: e.DFE_HUNTS_DIR,
-      spreadFraction: e.DFE_ENGINE_HUNTS_PHASE_SPREAD_FRACTION,
+      spreadFraction: e.DFE_HUNTS_PHASE_SPREAD_FRACTION,
       pollSeconds: e.DFE_HUNT_RUNNER_POLL_SECONDS,
       cap: e.DFE_HUNT_RUNNER_CAP,
       metricsPort: e.DFE_HUNT_RUNNER_METRICS_PORT,
+      metricsHost: e.DFE_HUNT_RUNNER_METRICS_HOST,
       leaseSeconds: e.DFE_HUNT_RUNNER_LEASE_SECONDS,
       settleMs: e.DFE_HUNT_RUNNER_SETTLE_MS,
       runnerId: e.DFE_HUNT_RUNNER_ID,
       smoothing: {
-        enabled: e.DFE_HUNT_SMOOTHING_ENABLED,
+        mode: e.DFE_HUNT_SMOOTHING,
         cycleSeconds: e.DFE_HUNT_SMOOTHING_CYCLE_SECONDS,
         bucketSeconds: e.DFE_HUNT_SMOOTHING_BUCKET_SECONDS,
         maxStepFraction: e.DFE_HUNT_SMOOTHING_MAX_STEP_FRACTION,
@@ -296,6 +337,7 @@ function build(e: ParsedEnv): AppConfig {
       },
     },
     log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT },
+    notices,
   };
 }
 
@@ -323,5 +365,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: Record<s
     const where = viaFlag ? `--${viaFlag}` : named === key ? key : `${named} (fallback for ${key})`;
     throw new DfeError('CONFIG_INVALID', `invalid ${where}=${shown}: ${issue?.message ?? 'invalid'}`, { key, value: shown });
   }
-  return deepFreeze(build(parsed.data));
+  const notices = Object.entries(source)
+    .filter(([key, from]) => from !== key)
+    .map(([key, from]) => `read ${from} as a fallback for ${key}; rename it`);
+  return deepFreeze(build(parsed.data, notices));
 }

@@ -130,7 +130,7 @@ export const envSchema = z.object({
   DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE: z.string().min(1).optional(),
   DFE_KEDA_SHIM_TLS_KEY_FILE: z.string().min(1).optional(),
   DFE_HUNTS_DIR: z.string().min(1).default('./hunts'),
-  DFE_ENGINE_HUNTS_PHASE_SPREAD_FRACTION: z
+  DFE_HUNTS_PHASE_SPREAD_FRACTION: z
     .string()
     .trim()
     .transform(Number)
@@ -139,11 +139,13 @@ export const envSchema = z.object({
   DFE_HUNT_RUNNER_POLL_SECONDS: positiveNumber.default(15),
   DFE_HUNT_RUNNER_CAP: positiveInteger.default(8),
   DFE_HUNT_RUNNER_METRICS_PORT: port('DFE_HUNT_RUNNER_METRICS_PORT').default(9464),
+  // 0.0.0.0 so kubelet probes reach the port.
+  DFE_HUNT_RUNNER_METRICS_HOST: z.string().trim().min(1).default('0.0.0.0'),
   DFE_HUNT_RUNNER_LEASE_SECONDS: positiveNumber.default(300),
   DFE_HUNT_RUNNER_SETTLE_MS: positiveNumber.default(750),
   DFE_HUNT_RUNNER_ID: z.string().trim().min(1).optional(),
-  // Load smoothing (docs/smoothing.md): off by default; auto-disable is on by default.
-  DFE_HUNT_SMOOTHING_ENABLED: bool.default(false),
+  // Load smoothing (docs/smoothing.md): observe by default (gauges, no moves); auto-disable is on by default.
+  DFE_HUNT_SMOOTHING: z.enum(['off', 'observe', 'on'], { message: 'must be off, observe or on' }).default('observe'),
   DFE_HUNT_SMOOTHING_CYCLE_SECONDS: positiveNumber.default(300),
   DFE_HUNT_SMOOTHING_BUCKET_SECONDS: positiveInteger.default(30),
   DFE_HUNT_SMOOTHING_MAX_STEP_FRACTION: fraction.default(0.25),
@@ -162,5 +164,4 @@ export const envSchema = z.object({
   LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
 });
 
-export type RawEnv = z.input<typeof envSchema>;
 export type ParsedEnv = z.output<typeof envSchema>;

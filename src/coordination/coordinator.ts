@@ -1,7 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { qualifiedTable } from '../clickhouse/identifiers.js';
 import { setTimeout as delay } from 'node:timers/promises';
-import { dueTickSql, type DueTickRow } from './due-sql.js';
+import { dueRowsSql, dueTickSql, type DueRow, type DueTickRow } from './due-sql.js';
 import { withQuorumRetry } from './quorum-retry.js';
 import type { CoordinationSettings } from './topology.js';
 import { ServerTime } from './server-clock.js';
@@ -41,6 +41,15 @@ export interface RunRowCost {
 }
 
 export type RunStatus = (typeof RUN_STATUS)[keyof typeof RUN_STATUS];
+
+/** One due fire as `dfe-hunt-runner due` shows it. */
+export interface DueFire {
+  readonly huntId: string;
+  readonly fire: number;
+  /** A run-now request. */
+  readonly requested: boolean;
+  readonly serverNow: number;
+}
 
 const SERVER_NOW = 'toInt64(toUnixTimestamp(now()))';
 type Num = number | string;
@@ -257,6 +266,12 @@ export class Coordinator {
     const fire = Number(row?.now_s);
     await this.runRow(huntId, fire, RUN_STATUS.requested, 0);
     return fire;
+  }
+
+  /** The fires due now by the ClickHouse clock (what the shim's backlog counts), oldest first. */
+  async dueNow(): Promise<DueFire[]> {
+    const rows = await this.read<DueRow>(dueRowsSql(this.database), {});
+    return rows.map((r) => ({ huntId: r.hunt_id, fire: Number(r.fire), requested: Number(r.requested) === 1, serverNow: Number(r.server_now) }));
   }
 
   /**

@@ -14,8 +14,7 @@ import { coordinationSettings, resolveTopology } from '../coordination/topology.
 import type { ResolvedTopology } from '../coordination/tables.js';
 import type { SessionPool } from '../clickhouse/sessions.js';
 import type { HuntSpec } from '../schedule/hunt-spec.js';
-import { Escalation } from './smoothing/escalation.js';
-import { SmoothingController, type CycleOutcome } from './smoothing/controller.js';
+import { createRunnerSmoothing, type CycleOutcome, type RunnerSmoothing } from '../smoothing/control/for-runner.js';
 
 /** Every ClickHouse call of a runner listens on one signal; many run at once. */
 function abortController(): AbortController {
@@ -65,8 +64,7 @@ export class Runner {
   private signature = '';
   private needsMaterialise = true;
   private coord: Coordinator | undefined;
-  private escalation: Escalation | undefined;
-  private controller: SmoothingController | undefined;
+  private smoothing: RunnerSmoothing | undefined;
   private lastPlan: Promise<CycleOutcome | undefined> = Promise.resolve(undefined);
   private gaugeRefreshedMs = Number.NEGATIVE_INFINITY;
   private readonly inFlight = new Map<string, InFlight>();
@@ -114,30 +112,18 @@ export class Runner {
     const time: CoordinationTime = this.deps.time === 'clock' ? { kind: 'clock', clock: this.deps.clock } : { kind: 'server' };
     const serverTime = new ServerTime(time, this.deps.clock);
     this.coord = new Coordinator(client, clickhouse.dataDatabase, coordinationSettings(topology), serverTime, this.abort.signal);
-    this.escalation = new Escalation({
+    this.smoothing = createRunnerSmoothing({
       client,
       database: clickhouse.dataDatabase,
       settings: this.coord.settings,
-      config: this.deps.settings.autoDisable,
+      smoothing: this.deps.settings.smoothing,
+      autoDisable: this.deps.settings.autoDisable,
       metrics: this.deps.metrics.smoothing,
       log: this.deps.log,
-      costWindowSeconds: this.deps.settings.smoothing.costWindowSeconds,
-      ceilingsOf: (huntId) => this.hunts.get(huntId)?.ceilings,
+      runnerId: this.deps.runnerId,
+      timing: this.claimTiming(),
+      hunt: (huntId) => this.hunts.get(huntId),
     });
-    if (this.deps.settings.smoothing.enabled) {
-      this.controller = new SmoothingController({
-        client,
-        database: clickhouse.dataDatabase,
-        settings: this.coord.settings,
-        config: this.deps.settings.smoothing,
-        escalation: this.escalation,
-        metrics: this.deps.metrics.smoothing,
-        log: this.deps.log,
-        runnerId: this.deps.runnerId,
-        timing: this.claimTiming(),
-        configuredInterval: (huntId) => this.hunts.get(huntId)?.intervalSeconds,
-      });
-    }
     return this.coord;
   }
 
@@ -191,8 +177,8 @@ export class Runner {
       const plan = planTick(snapshot, this.hunts, new Set(this.inFlight.keys()), this.deps.settings.cap, this.deps.runnerId);
       this.start(coord, plan.start);
       this.refreshDisabledGauge();
-      // Off by default; in the background, so planning never delays a tick's runs.
-      if (this.controller) this.lastPlan = this.controller.maybePlan(coord, snapshot.serverNow);
+      // In the background, so planning never delays a tick's runs.
+      if (this.smoothing) this.lastPlan = this.smoothing.maybePlan(coord, snapshot.serverNow);
       record = {
         runnerId: this.deps.runnerId,
         serverNow: snapshot.serverNow,
@@ -213,9 +199,9 @@ export class Runner {
   /** dfe_hunt_autodisabled follows hunt_state (any runner may disable), at most once a minute. */
   private refreshDisabledGauge(): void {
     const nowMs = this.deps.clock.nowMs();
-    if (!this.escalation || nowMs - this.gaugeRefreshedMs < DISABLED_GAUGE_REFRESH_MS) return;
+    if (!this.smoothing || nowMs - this.gaugeRefreshedMs < DISABLED_GAUGE_REFRESH_MS) return;
     this.gaugeRefreshedMs = nowMs;
-    this.escalation.refreshGauge().catch((err: unknown) => {
+    this.smoothing.refreshDisabled().catch((err: unknown) => {
       if (!this.abort.signal.aborted) this.deps.log.warn({ err }, 'could not read auto-disabled hunts');
     });
   }
@@ -244,8 +230,8 @@ export class Runner {
       const entry = this.inFlight.get(huntId);
       if (entry) entry.running = true;
     };
-    const escalation = this.escalation;
-    const onRunFinished = async (run: FinishedRun) => escalation?.afterRun(run.huntId, run.cost.errorCode);
+    const smoothing = this.smoothing;
+    const onRunFinished = async (run: FinishedRun) => smoothing?.afterRun(run.huntId, run.cost.errorCode);
     const ctx = { runnerId, coord, sessions, timing, clock, metrics, log, events, signal: this.abort.signal, onRunStart, onRunFinished };
     const runs = claimAndRun(ctx, batch);
     for (const planned of batch) {

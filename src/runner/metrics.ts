@@ -57,6 +57,11 @@ function smoothingMetrics(registers: Registry[]): SmoothingMetrics {
     loadPressure: new Gauge({ name: 'dfe_hunt_load_pressure', help: 'Pressure curve P(b): peak, mean, flatness.', labelNames: stat, registers }),
     objective: new Gauge({ name: 'dfe_hunt_smoothing_objective', help: 'J = Σ P(b)² after the last planning cycle (never rises).', registers }),
     flatness: new Gauge({ name: 'dfe_hunt_smoothing_flatness', help: 'max P / mean P after the last planning cycle (1 = flat).', registers }),
+    projectedFlatness: new Gauge({
+      name: 'dfe_hunt_smoothing_projected_flatness',
+      help: 'max P / mean P the planner projects: in observe, after the moves it would make; in on, after this cycle.',
+      registers,
+    }),
     memLimit: new Counter({
       name: 'dfe_hunt_mem_limit_total',
       help: 'Runs that failed with MEMORY_LIMIT_EXCEEDED (ClickHouse code 241).',

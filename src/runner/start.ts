@@ -9,7 +9,7 @@ import { serveMetrics, type MetricsServer } from './probe-server.js';
 import { createRunnerMetrics, type RunnerMetrics } from './metrics.js';
 import type { RunnerEvents, TickRecord } from './fire.js';
 import { Runner } from './loop.js';
-import type { CycleOutcome } from './smoothing/controller.js';
+import type { CycleOutcome } from '../smoothing/control/for-runner.js';
 import type { ResolvedTopology } from '../coordination/tables.js';
 import { applySchema, resolveTopology } from '../coordination/topology.js';
 

@@ -8,7 +8,6 @@ import type { Counter, Gauge } from 'prom-client';
  * gauges are set by the runner that planned the last cycle; counters count what
  * THIS runner did, so sum them over runners.
  */
-export type LoadStat = 'peak' | 'mean' | 'flatness';
 export type CeilingResource = 'memory' | 'cpu' | 'duration';
 
 export interface SmoothingMetrics {
@@ -26,6 +25,7 @@ export interface SmoothingMetrics {
   readonly loadPressure: Gauge<'stat'>;
   readonly objective: Gauge;
   readonly flatness: Gauge;
+  readonly projectedFlatness: Gauge;
   readonly memLimit: Counter<'hunt_id'>;
   readonly memLimitCrashloops: Counter<'hunt_id'>;
   readonly thresholdBreaches: Counter<'hunt_id' | 'resource'>;

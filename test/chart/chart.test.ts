@@ -18,7 +18,7 @@ const MATRIX: Record<string, object> = {
   'smoothing on, ceilings': {
     ...CH,
     huntRunner: {
-      smoothing: { enabled: true, cycleSeconds: 120, memoryCapBytes: 68719476736, cpuCores: 16, weights: '0.7,0.3' },
+      smoothing: { mode: 'on', cycleSeconds: 120, memoryCapBytes: 68719476736, cpuCores: 16, weights: '0.7,0.3' },
       autoDisable: { memCrashloop: 'off', maxP95DurationMs: 600000 },
     },
   },
@@ -210,14 +210,15 @@ describe.skipIf(skip)('helm chart', () => {
     expect(hr.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
   });
 
-  it('smoothing: off by default with auto-disable on; the values reach the runner env, null capacities left to the server', () => {
+  it('smoothing: observe by default with auto-disable on; the values reach the runner env, null capacities left to the server', () => {
     const defaults = envOf(container(one(render('defaults').manifests, 'Deployment', '-hunt-runner'), 'hunt-runner'));
-    expect(defaults).toMatchObject({ DFE_HUNT_SMOOTHING_ENABLED: 'false', DFE_HUNT_AUTODISABLE_MEM_CRASHLOOP: '3/3600', DFE_HUNT_SMOOTHING_WEIGHTS: '0.5,0.5' });
+    expect(defaults).toMatchObject({ DFE_HUNT_SMOOTHING: 'observe', DFE_HUNT_AUTODISABLE_MEM_CRASHLOOP: '3/3600', DFE_HUNT_SMOOTHING_WEIGHTS: '0.5,0.5' });
     expect(defaults.DFE_HUNT_SMOOTHING_MEMORY_CAP_BYTES).toBeUndefined();
     expect(defaults.DFE_HUNT_AUTODISABLE_MAX_P95_DURATION_MS).toBeUndefined();
     const on = envOf(container(one(render('smoothing on, ceilings').manifests, 'Deployment', '-hunt-runner'), 'hunt-runner'));
+    expect(on.DFE_HUNT_SMOOTHING_ENABLED).toBeUndefined();
     expect(on).toMatchObject({
-      DFE_HUNT_SMOOTHING_ENABLED: 'true',
+      DFE_HUNT_SMOOTHING: 'on',
       DFE_HUNT_SMOOTHING_CYCLE_SECONDS: '120',
       DFE_HUNT_SMOOTHING_MEMORY_CAP_BYTES: '68719476736',
       DFE_HUNT_SMOOTHING_CPU_CORES: '16',

@@ -3,7 +3,7 @@ import { applySchema, coordinationSettings } from '../../src/coordination/topolo
 import { materialise } from '../../src/coordination/materialise.js';
 import { loadHuntsDir } from '../../src/schedule/hunt-files.js';
 import { startRunner } from '../../src/runner/start.js';
-import { enableHunt, readDisabled } from '../../src/runner/smoothing/hunt-state.js';
+import { enableHunt, readDisabled } from '../../src/smoothing/store/hunt-state.js';
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
 import { capturingLogger, createOutputTable, outputHunt, outputRows, runnerConfig, tempHuntsDir } from '../runner/fixtures.js';
 

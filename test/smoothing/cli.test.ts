@@ -54,10 +54,10 @@ describe('dfe-hunt-runner smoothing', () => {
   it('status --json shows the offset sources and which cost source is used', async () => {
     const status = await cli(['smoothing', 'status', '--json']);
     expect(status.code, status.stderr).toBe(0);
-    const report = JSON.parse(status.stdout) as { cost_source: string; smoothing_enabled: boolean; hunts: Array<Record<string, unknown>> };
+    const report = JSON.parse(status.stdout) as { cost_source: string; smoothing: string; hunts: Array<Record<string, unknown>> };
     // The embedded engine keeps no system.query_log: costs come from hunt_run.
     expect(report.cost_source).toBe('hunt_run');
-    expect(report.smoothing_enabled).toBe(false);
+    expect(report.smoothing).toBe('observe');
     expect(report.hunts.map((h) => [h.hunt_id, h.offset_source, h.phase_offset])).toEqual([
       ['cheap', 'hash', expect.any(Number)],
       ['heavy', 'hash', expect.any(Number)],

@@ -3,8 +3,8 @@ import { openClickHouse, type ClickHouseHandle } from '../../src/clickhouse/clie
 import { applySchema, coordinationSettings } from '../../src/coordination/topology.js';
 import type { TickRecord } from '../../src/runner/fire.js';
 import { startRunner, type RunnerHandle } from '../../src/runner/start.js';
-import { PLANNER_ID } from '../../src/runner/smoothing/controller.js';
-import { readScheduleEntries, writeScheduleMove } from '../../src/runner/smoothing/fleet.js';
+import { PLANNER_ID } from '../../src/smoothing/control/controller.js';
+import { readScheduleEntries, writeScheduleMove } from '../../src/smoothing/store/fleet.js';
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
 import { createOutputTable, outputRows, runnerConfig, tempHuntsDir } from '../runner/fixtures.js';
 
@@ -64,7 +64,7 @@ describe('the smoothing controller', () => {
       DFE_HUNT_RUNNER_POLL_SECONDS: '0.5',
       DFE_HUNT_RUNNER_LEASE_SECONDS: '10',
       DFE_HUNT_RUNNER_SETTLE_MS: '2000', // generous: a late planner claim loses its slot on a loaded machine
-      DFE_HUNT_SMOOTHING_ENABLED: 'true',
+      DFE_HUNT_SMOOTHING: 'on',
       DFE_HUNT_SMOOTHING_CYCLE_SECONDS: '2',
       DFE_HUNT_SMOOTHING_BUCKET_SECONDS: '1',
       DFE_HUNT_SMOOTHING_COOLDOWN_CYCLES: '1',

@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyCommand, exportCommand, planCommand, statusCommand } from '../../src/cli/smoothing.js';
+import { smoothingVerb } from '../../src/smoothing/control/operator.js';
 import { loadHuntsDir } from '../../src/schedule/hunt-files.js';
 import { materialise } from '../../src/coordination/materialise.js';
 import { applySchema, coordinationSettings } from '../../src/coordination/topology.js';
 import { costFromRuns } from '../../src/smoothing/cost.js';
-import { probeCostSource, readCosts } from '../../src/runner/smoothing/cost-source.js';
-import { readScheduleEntries, writeScheduleMove } from '../../src/runner/smoothing/fleet.js';
+import { probeCostSource, readCosts } from '../../src/smoothing/store/cost-source.js';
+import { readScheduleEntries, writeScheduleMove } from '../../src/smoothing/store/fleet.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { runnerConfig, tempHuntsDir } from '../runner/fixtures.js';
 
@@ -76,10 +76,9 @@ describe('smoothing export', () => {
     await new Promise((r) => setTimeout(r, 2_200)); // settled: ≥ 1 s by the server clock, read in whole seconds
 
     const config = runnerConfig(db, hunts.dir, { DFE_HUNT_SMOOTHING_SETTLING_SECONDS: '1' });
-    const out: string[] = [];
-    const ctx = { config, handle: db.handle, settings: SETTINGS, json: false, cycles: 1, huntsDir: hunts.dir, out: (t: string) => void out.push(t) };
-    await exportCommand(ctx);
-    expect(out.join('')).toContain('exported 1 settled offset(s) of 1 settled hunt(s)');
+    const scope = { config, handle: db.handle, settings: SETTINGS };
+    const options = { json: false, cycles: 1 };
+    expect(await smoothingVerb(scope, 'export', options)).toContain('exported 1 settled offset(s) of 1 settled hunt(s)');
     const written = readFileSync(join(hunts.dir, 'ssh.yaml'), 'utf8');
     expect(written).toContain('# Brute force over SSH: tuned by the SOC, keep this comment');
     expect(written).toContain('# every quarter hour');
@@ -90,17 +89,13 @@ describe('smoothing export', () => {
     expect(readFileSync(join(hunts.dir, 'fresh.yaml'), 'utf8')).not.toContain('phase_offset');
 
     // A second export writes nothing; materialise turns the learned offset into a pinned one (a promotion).
-    out.length = 0;
-    await exportCommand(ctx);
-    expect(out.join('')).toContain('exported 0 settled offset(s)');
+    expect(await smoothingVerb(scope, 'export', options)).toContain('exported 0 settled offset(s)');
     const plan = await materialise(db.handle.client, db.database, loadHuntsDir(hunts.dir, 0.8).hunts, SETTINGS);
     expect(plan.promoted).toEqual(['ssh']);
     const entry = (await readScheduleEntries(db.handle.client, db.database, SETTINGS)).find((e) => e.huntId === 'ssh');
     expect(entry).toMatchObject({ phaseOffset: 412, offsetSource: 'pinned' });
 
-    out.length = 0;
-    await statusCommand({ ...ctx, json: true });
-    const status = JSON.parse(out.join('')) as { hunts: Array<{ hunt_id: string; offset_source: string }> };
+    const status = JSON.parse(await smoothingVerb(scope, 'status', { ...options, json: true })) as { hunts: Array<{ hunt_id: string; offset_source: string }> };
     expect(status.hunts.find((h) => h.hunt_id === 'ssh')?.offset_source).toBe('pinned');
   });
 });
@@ -122,19 +117,17 @@ describe('smoothing plan and apply', () => {
       format: 'JSONEachRow',
     });
     const config = runnerConfig(db, dir.dir, { DFE_HUNT_SMOOTHING_COOLDOWN_CYCLES: '0', DFE_HUNT_SMOOTHING_CPU_CORES: '1', DFE_HUNT_SMOOTHING_MEMORY_CAP_BYTES: '1000000000' });
-    const out: string[] = [];
-    const ctx = { config, handle: db.handle, settings: SETTINGS, json: true, cycles: 20, huntsDir: dir.dir, out: (t: string) => void out.push(t) };
+    const scope = { config, handle: db.handle, settings: SETTINGS };
     const before = await readScheduleEntries(client, database, SETTINGS);
-    const plan = await planCommand(ctx);
-    expect(plan.moves.length, JSON.stringify({ j: plan.before.objective, hunts: plan.hunts })).toBeGreaterThan(0);
+    type Report = { moves: unknown[]; before: { flatness: number; objective: number }; after: { flatness: number; offsets: Record<string, number> } };
+    const plan = JSON.parse(await smoothingVerb(scope, 'plan', { json: true, cycles: 20 })) as Report;
+    expect(plan.moves.length, JSON.stringify({ j: plan.before.objective, after: plan.after })).toBeGreaterThan(0);
     expect(plan.after.flatness).toBeLessThan(plan.before.flatness);
     expect(await readScheduleEntries(client, database, SETTINGS)).toEqual(before);
 
-    out.length = 0;
-    await applyCommand({ ...ctx, json: false });
-    expect(out.join('')).toMatch(/applied \d+ learned offset\(s\)/);
+    expect(await smoothingVerb(scope, 'apply', { json: false, cycles: 20 })).toMatch(/applied \d+ learned offset\(s\)/);
     const after = await readScheduleEntries(client, database, SETTINGS);
-    const finalOffsets = new Map(plan.hunts.map((h) => [h.huntId, h.offsetSeconds]));
+    const finalOffsets = new Map(Object.entries(plan.after.offsets));
     for (const e of after) expect(e.phaseOffset, e.huntId).toBe(finalOffsets.get(e.huntId));
     expect(after.filter((e) => e.phaseOffset !== 0).every((e) => e.offsetSource === 'learned')).toBe(true);
     // Learned offsets survive a re-materialise, which writes nothing.

@@ -3,20 +3,28 @@ import type { SmoothingConfig } from '../../config/load.js';
 import { claimFires, type ClaimTiming } from '../../coordination/claim.js';
 import type { Coordinator } from '../../coordination/coordinator.js';
 import { MAX_BACKOFF_FACTOR } from '../../coordination/materialise.js';
-import type { SmoothingMetrics } from '../../smoothing/metrics.js';
 import type { CoordinationSettings } from '../../coordination/topology.js';
 import type { Logger } from '../../log.js';
-import { buildCurve } from '../../smoothing/curve.js';
+import { buildCurve } from '../curve.js';
+import { cycleAt, type FleetView } from '../fleet-view.js';
+import type { SmoothingMetrics } from '../metrics.js';
+import type { HuntLoad, LoadCurve, PhaseMove, PlannerSettings } from '../model.js';
+import { planCycle, planCycles } from '../planner.js';
+import { writeScheduleMove } from '../store/fleet.js';
+import { markBackoff } from '../store/hunt-state.js';
 import type { Escalation } from './escalation.js';
-import { cycleAt, writeScheduleMove, type FleetView } from './fleet.js';
-import { markBackoff } from './hunt-state.js';
 import { PlanningReader } from './planning.js';
-import type { HuntLoad, LoadCurve, PhaseMove } from '../../smoothing/model.js';
-import { planCycle } from '../../smoothing/planner.js';
+
+/**
+ * Cycles `observe` simulates ahead for its projected flatness (one hour at the default
+ * 300 s cycle); the simulation stops early once the plan converges.
+ */
+export const OBSERVE_HORIZON_CYCLES = 12;
 
 /**
  * The smoothing controller in the runner (docs/smoothing.md, "The controller"):
- * off unless DFE_HUNT_SMOOTHING_ENABLED=true. Cycles are wall-clock slots of
+ * it runs in the `observe` and `on` states (DFE_HUNT_SMOOTHING); `observe` reads,
+ * publishes and logs what it would move, and writes no offset. Cycles are wall-clock slots of
  * cycle_seconds on the ClickHouse clock. In each slot exactly one runner plans:
  * it claims the pseudo-hunt PLANNER_ID through the same claim protocol as a hunt
  * fire (free read, conditional insert, settle, read-back), with the slot number
@@ -44,7 +52,8 @@ export interface ControllerDeps {
 
 export type CycleOutcome =
   | { readonly kind: 'not-planner' }
-  | { readonly kind: 'planned'; readonly cycle: number; readonly move: PhaseMove | null; readonly backoffs: readonly string[]; readonly flatness: number };
+  | { readonly kind: 'planned'; readonly cycle: number; readonly move: PhaseMove | null; readonly backoffs: readonly string[]; readonly flatness: number }
+  | { readonly kind: 'observed'; readonly cycle: number; readonly wouldMove: readonly PhaseMove[]; readonly flatness: number; readonly projectedFlatness: number };
 
 export class SmoothingController {
   private lastCycle = Number.NEGATIVE_INFINITY;
@@ -88,6 +97,7 @@ export class SmoothingController {
   }
 
   private async planOnce(cycle: number, stillHeld: () => boolean): Promise<CycleOutcome> {
+    if (this.deps.config.mode === 'observe') return this.observeOnce(cycle);
     const { client, database, settings, log } = this.deps;
     let input = await this.reader.read();
     const disabledNow = await this.deps.escalation.checkCeilings(input.view.measured, new Set(input.view.disabled.map((d) => d.huntId)));
@@ -108,7 +118,31 @@ export class SmoothingController {
     }
     const curve = buildCurve(result.hunts, planner);
     this.publish(view, result.hunts, curve);
+    this.deps.metrics.projectedFlatness.set(curve.flatness);
     return { kind: 'planned', cycle, move: result.move, backoffs, flatness: curve.flatness };
+  }
+
+  /**
+   * `observe`: the same reads and gauges as `on`, and what the planner would do over the
+   * next OBSERVE_HORIZON_CYCLES cycles (a gauge and one log line); nothing is written.
+   */
+  private async observeOnce(cycle: number): Promise<CycleOutcome> {
+    const { view, planner, loads, cooldown } = await this.reader.read();
+    const projected = planCycles(loads, planner, OBSERVE_HORIZON_CYCLES, cooldown, cycle);
+    this.publish(view, loads, projected.before);
+    this.deps.metrics.projectedFlatness.set(projected.after.flatness);
+    this.logObserved(cycle, planner, projected.moves, projected.before.flatness, projected.after.flatness);
+    return { kind: 'observed', cycle, wouldMove: projected.moves, flatness: projected.before.flatness, projectedFlatness: projected.after.flatness };
+  }
+
+  private logObserved(cycle: number, planner: PlannerSettings, moves: readonly PhaseMove[], flatness: number, projected: number): void {
+    const shown = moves.slice(0, 5).map((m) => `${m.huntId} ${m.from}→${m.to}`);
+    const more = moves.length > shown.length ? ` and ${moves.length - shown.length} more` : '';
+    this.deps.log.info(
+      { cycle, wouldMove: moves.length, flatness, projectedFlatness: projected, bucketSeconds: planner.bucketSeconds },
+      `smoothing (observe): would move ${moves.length} hunt phase(s) in ${OBSERVE_HORIZON_CYCLES} cycle(s)${shown.length ? `: ${shown.join(', ')}${more}` : ''}; ` +
+        `flatness ${flatness.toFixed(3)} → ${projected.toFixed(3)}; nothing written (DFE_HUNT_SMOOTHING=on acts)`,
+    );
   }
 
   /**

@@ -3,10 +3,11 @@ import type { AutoDisableConfig } from '../../config/load.js';
 import type { CoordinationSettings } from '../../coordination/topology.js';
 import type { Logger } from '../../log.js';
 import type { HuntCeilings } from '../../schedule/ceilings.js';
-import type { CeilingResource, SmoothingMetrics } from '../../smoothing/metrics.js';
-import type { HuntCost } from '../../smoothing/model.js';
-import { readCosts } from './cost-source.js';
-import { countFailures, disableHunt, readDisabled, type DisableReason } from './hunt-state.js';
+import { ceilingBreaches, effectiveCeilings } from '../ceiling-rules.js';
+import type { CeilingResource, SmoothingMetrics } from '../metrics.js';
+import type { HuntCost } from '../model.js';
+import { readCosts } from '../store/cost-source.js';
+import { countFailures, disableHunt, readDisabled, type DisableReason } from '../store/hunt-state.js';
 
 /**
  * Auto-disable (docs/smoothing.md, "Auto-disable"), ON by default even with
@@ -31,24 +32,6 @@ export interface EscalationDeps {
   readonly costWindowSeconds: number;
   /** The hunt file's own `ceilings:` (undefined: none, or a hunt no longer loaded). */
   readonly ceilingsOf: (huntId: string) => HuntCeilings | undefined;
-}
-
-/** A hunt's ceilings: its file's value where it sets one, else the global one (pure). */
-export function effectiveCeilings(config: AutoDisableConfig, own: HuntCeilings | undefined): HuntCeilings {
-  return {
-    memoryBytes: own?.memoryBytes ?? config.maxP95MemoryBytes,
-    cpuUs: own?.cpuUs ?? config.maxP95CpuUs,
-    durationMs: own?.durationMs ?? config.maxP95DurationMs,
-  };
-}
-
-/** The ceilings a cost crosses, in a fixed order (pure). */
-export function ceilingBreaches(cost: HuntCost, ceilings: HuntCeilings): CeilingResource[] {
-  const out: CeilingResource[] = [];
-  if (ceilings.memoryBytes !== undefined && cost.memoryBytes > ceilings.memoryBytes) out.push('memory');
-  if (ceilings.cpuUs !== undefined && cost.cpuUs > ceilings.cpuUs) out.push('cpu');
-  if (ceilings.durationMs !== undefined && cost.durationMs > ceilings.durationMs) out.push('duration');
-  return out;
 }
 
 const hasAny = (c: HuntCeilings): boolean => c.memoryBytes !== undefined || c.cpuUs !== undefined || c.durationMs !== undefined;

@@ -1,54 +1,71 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseDocument } from 'yaml';
-import type { ClickHouseHandle } from '../clickhouse/client.js';
-import type { AppConfig } from '../config/load.js';
-import { DfeError, describeError } from '../errors.js';
-import type { CoordinationSettings } from '../coordination/topology.js';
-import { buildCurve } from '../smoothing/curve.js';
-import { loadHuntsDir } from '../schedule/hunt-files.js';
-import type { HuntCeilings } from '../schedule/ceilings.js';
-import { effectiveCeilings } from '../runner/smoothing/escalation.js';
-import { cycleAt, settledHunts, writeScheduleMove, type Capacity, type FleetView } from '../runner/smoothing/fleet.js';
-import { PlanningReader, type PlanningInput } from '../runner/smoothing/planning.js';
-import type { LoadCurve, PlanResult } from '../smoothing/model.js';
-import { planReport } from '../smoothing/plan-report.js';
-import { planCycles } from '../smoothing/planner.js';
-import { renderCurve } from '../smoothing/render.js';
+import type { ClickHouseHandle } from '../../clickhouse/client.js';
+import type { AppConfig } from '../../config/load.js';
+import { withCoordination } from '../../coordination/open.js';
+import type { CoordinationSettings } from '../../coordination/topology.js';
+import { DfeError, describeError } from '../../errors.js';
+import type { HuntCeilings } from '../../schedule/ceilings.js';
+import { loadHuntsDir } from '../../schedule/hunt-files.js';
+import { effectiveCeilings } from '../ceiling-rules.js';
+import { buildCurve } from '../curve.js';
+import { cycleAt, settledHunts, type Capacity, type FleetView } from '../fleet-view.js';
+import type { LoadCurve, PlanResult } from '../model.js';
+import { planReport } from '../plan-report.js';
+import { planCycles } from '../planner.js';
+import { renderCurve } from '../render.js';
+import { writeScheduleMove } from '../store/fleet.js';
+import { PlanningReader, type PlanningInput } from './planning.js';
 
 /**
  * `dfe-hunt-runner smoothing plan|apply|status|export` (docs/smoothing.md,
  * "Rolling it out"). `plan` writes nothing; `apply` writes the planned moves as
  * learned offsets; `status` shows the schedule, the cost model and its source;
- * `export` writes settled learned offsets into the hunt files.
+ * `export` writes settled learned offsets into the hunt files. Each returns the
+ * text to print; the CLI prints it.
  */
-export interface SmoothingCliContext {
+export const SMOOTHING_VERBS = ['plan', 'apply', 'status', 'export'] as const;
+export type SmoothingVerb = (typeof SMOOTHING_VERBS)[number];
+
+export interface SmoothingCommandOptions {
+  readonly json: boolean;
+  /** Planning cycles `plan` and `apply` simulate. */
+  readonly cycles: number;
+}
+
+/** Where a verb runs: the config, and ClickHouse already open with the coordination settings. */
+export interface SmoothingScope {
   readonly config: AppConfig;
   readonly handle: ClickHouseHandle;
   readonly settings: CoordinationSettings;
-  readonly json: boolean;
-  readonly cycles: number;
+}
+
+interface Context extends SmoothingScope, SmoothingCommandOptions {
   readonly huntsDir: string;
   readonly out: (text: string) => void;
 }
 
-const CURVE_WIDTH = 72;
-const DEFAULT_CYCLES = 100;
-
-export function parseCycles(raw: string | undefined): number {
-  if (raw === undefined) return DEFAULT_CYCLES;
-  const n = Number(raw);
-  if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(n) || n < 1) {
-    throw new DfeError('USAGE', `invalid --cycles=${JSON.stringify(raw)}: must be a whole number ≥ 1`, { key: 'cycles', value: raw });
-  }
-  return n;
+/** Runs one verb against the configured ClickHouse; returns what it has to say. */
+export function smoothingCommand(config: AppConfig, verb: SmoothingVerb, options: SmoothingCommandOptions): Promise<string> {
+  return withCoordination(config, ({ handle, settings }) => smoothingVerb({ config, handle, settings }, verb, options));
 }
 
-function load(ctx: SmoothingCliContext): Promise<PlanningInput> {
+/** One verb on an open ClickHouse; returns the text (with --json, one JSON document). */
+export async function smoothingVerb(scope: SmoothingScope, verb: SmoothingVerb, options: SmoothingCommandOptions): Promise<string> {
+  const commands = { plan: planCommand, apply: applyCommand, status: statusCommand, export: exportCommand } as const;
+  let text = '';
+  await commands[verb]({ ...scope, ...options, huntsDir: scope.config.runner.huntsDir, out: (t) => void (text += t) });
+  return text;
+}
+
+const CURVE_WIDTH = 72;
+
+function load(ctx: Context): Promise<PlanningInput> {
   return new PlanningReader(ctx.handle.client, ctx.config.clickhouse.dataDatabase, ctx.settings, ctx.config.runner.smoothing).read();
 }
 
-function simulate(ctx: SmoothingCliContext, input: PlanningInput): PlanResult {
+function simulate(ctx: Context, input: PlanningInput): PlanResult {
   // The simulated cycles are the slots after this one; cool-downs from moved_at apply to them as they would.
   const start = cycleAt(input.view.serverNowSeconds, ctx.config.runner.smoothing.cycleSeconds) + 1;
   return planCycles(input.loads, input.planner, ctx.cycles, input.cooldown, start);
@@ -65,7 +82,7 @@ function curveLines(label: string, curve: LoadCurve, sharedMax: number): string[
   ];
 }
 
-function drawPlan(ctx: SmoothingCliContext, result: PlanResult, view: FleetView, capacity: Capacity): void {
+function drawPlan(ctx: Context, result: PlanResult, view: FleetView, capacity: Capacity): void {
   const shared = Math.max(result.before.peak, result.after.peak);
   const lines = [
     `${view.schedule.length} hunt(s), hyperperiod ${result.before.hyperperiodSeconds} s in ${result.before.buckets} bucket(s) of ${result.before.bucketSeconds} s; ` +
@@ -78,16 +95,15 @@ function drawPlan(ctx: SmoothingCliContext, result: PlanResult, view: FleetView,
   ctx.out(`${lines.join('\n')}\n`);
 }
 
-export async function planCommand(ctx: SmoothingCliContext): Promise<PlanResult> {
+async function planCommand(ctx: Context): Promise<void> {
   const input = await load(ctx);
   const { view, capacity } = input;
   const result = simulate(ctx, input);
   if (ctx.json) ctx.out(`${JSON.stringify(planReport(result, input.planner))}\n`);
   else drawPlan(ctx, result, view, capacity);
-  return result;
 }
 
-export async function applyCommand(ctx: SmoothingCliContext): Promise<void> {
+async function applyCommand(ctx: Context): Promise<void> {
   const input = await load(ctx);
   const { view, capacity } = input;
   const result = simulate(ctx, input);
@@ -110,7 +126,7 @@ type CeilingsShown = Partial<Record<'memory_bytes' | 'cpu_us' | 'duration_ms', C
  * Each hunt's own `ceilings:` from the hunt files. A hunts directory that cannot be read
  * leaves status working (it reads ClickHouse) and says why the per-hunt ceilings are unknown.
  */
-function ownCeilings(ctx: SmoothingCliContext): { readonly byHunt: Map<string, HuntCeilings>; readonly problem: string | null } {
+function ownCeilings(ctx: Context): { readonly byHunt: Map<string, HuntCeilings>; readonly problem: string | null } {
   try {
     const set = loadHuntsDir(ctx.huntsDir, ctx.config.runner.spreadFraction);
     return { byHunt: new Map(set.hunts.map((h) => [h.huntId, h.ceilings])), problem: null };
@@ -120,7 +136,7 @@ function ownCeilings(ctx: SmoothingCliContext): { readonly byHunt: Map<string, H
 }
 
 /** The ceilings that apply to one hunt, each with where it comes from (docs/smoothing.md, "Escalation"). */
-function shownCeilings(ctx: SmoothingCliContext, own: HuntCeilings | undefined): CeilingsShown {
+function shownCeilings(ctx: Context, own: HuntCeilings | undefined): CeilingsShown {
   const applied = effectiveCeilings(ctx.config.runner.autoDisable, own);
   const out: { -readonly [K in keyof CeilingsShown]: CeilingShown } = {};
   const add = (key: keyof CeilingsShown, value: number | undefined, ownValue: number | undefined) => {
@@ -141,7 +157,7 @@ function ceilingsText(c: CeilingsShown): string {
   return parts.length > 0 ? parts.join(', ') : '-';
 }
 
-export async function statusCommand(ctx: SmoothingCliContext): Promise<void> {
+async function statusCommand(ctx: Context): Promise<void> {
   const { view, capacity, planner: settings, loads } = await load(ctx);
   const smoothing = ctx.config.runner.smoothing;
   const own = ownCeilings(ctx);
@@ -164,7 +180,7 @@ export async function statusCommand(ctx: SmoothingCliContext): Promise<void> {
   const stats = { objective: curve.objective, flatness: curve.flatness, peak: curve.peak, mean: curve.mean, memory_peak_bytes: curve.memoryPeakBytes };
   if (ctx.json) {
     const report = {
-      smoothing_enabled: smoothing.enabled,
+      smoothing: smoothing.mode,
       cost_source: view.costSource,
       cost_window_seconds: smoothing.costWindowSeconds,
       memory_cap_bytes: capacity.memoryCapBytes,
@@ -182,7 +198,7 @@ export async function statusCommand(ctx: SmoothingCliContext): Promise<void> {
     return;
   }
   const lines = [
-    `smoothing ${smoothing.enabled ? 'ON' : 'off'} (DFE_HUNT_SMOOTHING_ENABLED); costs from ${view.costSource} over ${smoothing.costWindowSeconds} s`,
+    `smoothing ${smoothing.mode} (DFE_HUNT_SMOOTHING); costs from ${view.costSource} over ${smoothing.costWindowSeconds} s`,
     `memory cap ${capacity.memoryCapBytes} B (${capacity.memoryFrom}), ${capacity.cpuCores} core(s) (${capacity.cpuFrom}), buckets of ${settings.bucketSeconds} s`,
     ...curveLines('now', curve, curve.peak),
     ...(own.problem ? [`per-hunt ceilings unknown: ${own.problem}`] : []),
@@ -212,7 +228,7 @@ export async function statusCommand(ctx: SmoothingCliContext): Promise<void> {
  * through the yaml package's Document API so comments and key order stay.
  * Materialise then sees the pin and records it as `pinned` (a promotion).
  */
-export async function exportCommand(ctx: SmoothingCliContext): Promise<void> {
+async function exportCommand(ctx: Context): Promise<void> {
   const { view } = await load(ctx);
   const settled = settledHunts(view.schedule, view.serverNowSeconds, ctx.config.runner.smoothing.settlingSeconds);
   let written = 0;

@@ -1,9 +1,10 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { SmoothingConfig } from '../../config/load.js';
 import type { CoordinationSettings } from '../../coordination/topology.js';
-import type { CooldownState, HuntLoad, PlannerSettings } from '../../smoothing/model.js';
-import { probeCostSource, type CostSource } from './cost-source.js';
-import { cooldownFromSchedule, huntLoads, plannerSettings, readFleet, resolveCapacity, type Capacity, type FleetView } from './fleet.js';
+import { cooldownFromSchedule, huntLoads, plannerSettings, type Capacity, type FleetView } from '../fleet-view.js';
+import type { CooldownState, HuntLoad, PlannerSettings } from '../model.js';
+import { probeCostSource, type CostSource } from '../store/cost-source.js';
+import { readFleet, resolveCapacity } from '../store/fleet.js';
 
 /** Everything one planning step needs, read in one go (docs/smoothing.md "The controller in the runner"). */
 export interface PlanningInput {

@@ -2,8 +2,8 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { qualifiedTable } from '../../clickhouse/identifiers.js';
 import type { CoordinationSettings } from '../../coordination/topology.js';
 import { RUN_STATUS, TABLES } from '../../coordination/tables.js';
-import { costFromRuns } from '../../smoothing/cost.js';
-import type { HuntCost } from '../../smoothing/model.js';
+import { costFromRuns } from '../cost.js';
+import type { HuntCost } from '../model.js';
 
 /**
  * The cost model's I/O (docs/smoothing.md, "Where costs come from"): per hunt,

@@ -1,42 +1,18 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { qualifiedTable } from '../../clickhouse/identifiers.js';
 import type { SmoothingConfig } from '../../config/load.js';
-import type { OffsetSource } from '../../coordination/materialise.js';
 import type { CoordinationSettings } from '../../coordination/topology.js';
 import { TABLES } from '../../coordination/tables.js';
-import { fillMissingCosts } from '../../smoothing/cost.js';
+import { fillMissingCosts } from '../cost.js';
+import { DEFAULT_CPU_CORES, DEFAULT_MEMORY_CAP_BYTES, type Capacity, type FleetView, type ScheduleEntry } from '../fleet-view.js';
+import type { HuntCost } from '../model.js';
 import { readCosts, type CostSource } from './cost-source.js';
-import { readDisabled, type DisabledHunt } from './hunt-state.js';
-import type { CooldownState, HuntCost, HuntLoad, PlannerSettings } from '../../smoothing/model.js';
+import { readDisabled } from './hunt-state.js';
 
 /**
- * What the planner plans on (docs/smoothing.md): the live schedule, who is
- * disabled, and the cost model, read from ClickHouse in one go. The controller,
- * `smoothing plan|apply|status|export` all start here.
+ * The planner's reads and writes of hunt_schedule (docs/smoothing.md): the live
+ * schedule, the fleet view in one go, the server's capacity, and a committed move.
  */
-export interface FleetView {
-  readonly schedule: readonly ScheduleEntry[];
-  readonly disabled: readonly DisabledHunt[];
-  readonly costSource: CostSource;
-  /** p95 costs of the hunts with runs in the window. */
-  readonly measured: ReadonlyMap<string, HuntCost>;
-  readonly runs: ReadonlyMap<string, number>;
-  /** Every live hunt's cost, the fleet median where it has no runs yet. */
-  readonly costs: ReadonlyMap<string, HuntCost>;
-  /** The ClickHouse clock when read, epoch seconds. */
-  readonly serverNowSeconds: number;
-}
-
-/** The live hunt_schedule row of one hunt (the latest, enabled, with an interval). */
-export interface ScheduleEntry {
-  readonly huntId: string;
-  readonly intervalSeconds: number;
-  readonly phaseOffset: number;
-  readonly offsetSource: OffsetSource;
-  /** moved_at in epoch ms; 0 = never moved by the controller. */
-  readonly movedAtMs: number;
-}
-
 type RawEntry = { hunt_id: string; interval_seconds: string | number; phase_offset: string | number; offset_source: string; moved_ms: string | number };
 
 export async function readScheduleEntries(client: ClickHouseClient, database: string, settings: CoordinationSettings): Promise<ScheduleEntry[]> {
@@ -85,53 +61,6 @@ export async function readFleet(
   };
 }
 
-/** The planner's input (pure): pinned and disabled hunts load the curve but never move. */
-export function huntLoads(view: FleetView): HuntLoad[] {
-  const disabled = new Set(view.disabled.map((d) => d.huntId));
-  const out: HuntLoad[] = [];
-  for (const e of view.schedule) {
-    const cost = view.costs.get(e.huntId);
-    if (!cost) continue;
-    out.push({
-      huntId: e.huntId,
-      periodSeconds: e.intervalSeconds,
-      offsetSeconds: e.phaseOffset,
-      movable: e.offsetSource !== 'pinned' && !disabled.has(e.huntId),
-      cost,
-    });
-  }
-  return out;
-}
-
-/** Planning cycle number of an instant: cycles are wall-clock slots of cycle_seconds. */
-export function cycleAt(epochSeconds: number, cycleSeconds: number): number {
-  return Math.floor(epochSeconds / cycleSeconds);
-}
-
-/** Cool-down memory derived from moved_at, so it survives restarts and planner hand-overs. */
-export function cooldownFromSchedule(schedule: readonly ScheduleEntry[], cycleSeconds: number): CooldownState {
-  const out = new Map<string, number>();
-  for (const e of schedule) if (e.movedAtMs > 0) out.set(e.huntId, cycleAt(e.movedAtMs / 1000, cycleSeconds));
-  return out;
-}
-
-/** Settled (docs/smoothing.md): a learned offset not moved for settling_seconds; export promotes it. */
-export function settledHunts(schedule: readonly ScheduleEntry[], nowSeconds: number, settlingSeconds: number): ScheduleEntry[] {
-  return schedule.filter((e) => e.offsetSource === 'learned' && e.movedAtMs > 0 && nowSeconds - e.movedAtMs / 1000 >= settlingSeconds);
-}
-
-export interface Capacity {
-  readonly memoryCapBytes: number;
-  readonly cpuCores: number;
-  /** Where each came from, for `smoothing status`. */
-  readonly memoryFrom: 'setting' | 'server' | 'default';
-  readonly cpuFrom: 'setting' | 'server' | 'default';
-}
-
-/** Used when neither the setting nor the server tells (docs/smoothing.md). */
-export const DEFAULT_MEMORY_CAP_BYTES = 8 * 1024 ** 3;
-export const DEFAULT_CPU_CORES = 1;
-
 /** M_cap and cores: the setting, else what the server tells (max_server_memory_usage, max_threads), else defaults. */
 export async function resolveCapacity(client: ClickHouseClient, config: SmoothingConfig): Promise<Capacity> {
   let serverMemory = 0;
@@ -156,18 +85,6 @@ export async function resolveCapacity(client: ClickHouseClient, config: Smoothin
     cpuCores: cores,
     memoryFrom: config.memoryCapBytes !== undefined ? 'setting' : serverMemory > 0 ? 'server' : 'default',
     cpuFrom: config.cpuCores !== undefined ? 'setting' : serverCores > 0 ? 'server' : 'default',
-  };
-}
-
-export function plannerSettings(config: SmoothingConfig, capacity: Capacity): PlannerSettings {
-  return {
-    bucketSeconds: config.bucketSeconds,
-    cpuCores: capacity.cpuCores,
-    memoryCapBytes: capacity.memoryCapBytes,
-    weights: config.weights,
-    maxStepFraction: config.maxStepFraction,
-    hysteresis: config.hysteresis,
-    cooldownCycles: config.cooldownCycles,
   };
 }
 

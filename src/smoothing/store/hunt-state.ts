@@ -13,8 +13,6 @@ import { TABLES } from '../../coordination/tables.js';
  */
 export type DisableReason = 'mem_crashloop' | 'ceiling_memory' | 'ceiling_cpu' | 'ceiling_duration';
 
-export const DISABLE_REASONS: readonly DisableReason[] = Object.freeze(['mem_crashloop', 'ceiling_memory', 'ceiling_cpu', 'ceiling_duration']);
-
 export interface DisabledHunt {
   readonly huntId: string;
   readonly reason: string;

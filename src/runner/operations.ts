@@ -1,0 +1,70 @@
+import type { AppConfig } from '../config/load.js';
+import { DfeError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { Coordinator, type DueFire } from '../coordination/coordinator.js';
+import { materialise, materialiseSummary, readSchedule } from '../coordination/materialise.js';
+import { withCoordination } from '../coordination/open.js';
+import { schemaDdl } from '../coordination/tables.js';
+import { applySchema } from '../coordination/topology.js';
+import { loadHuntsDir, logHuntSet } from '../schedule/hunt-files.js';
+import { enableHunt, readDisabled, type DisabledHunt } from '../smoothing/store/hunt-state.js';
+
+/**
+ * The one-shot commands of `dfe-hunt-runner` (docs/operations.md), each one
+ * function that opens ClickHouse, does its job and closes; the CLI prints.
+ */
+
+/** The coordination tables' DDL for this topology, one statement each. */
+export function schemaStatements(config: AppConfig): Promise<{ readonly statements: readonly string[] }> {
+  return withCoordination(config, async ({ topology }) => ({
+    statements: schemaDdl(config.clickhouse.dataDatabase, topology, { runRetentionDays: config.clickhouse.runRetentionDays }),
+  }));
+}
+
+/** Applies that DDL (each statement idempotent); returns the topology kind and the count. */
+export function applySchemaNow(config: AppConfig): Promise<{ readonly kind: string; readonly count: number }> {
+  return withCoordination(config, async ({ handle, topology }) => {
+    const statements = await applySchema(handle.client, config.clickhouse.dataDatabase, topology, { runRetentionDays: config.clickhouse.runRetentionDays });
+    return { kind: topology.kind, count: statements.length };
+  });
+}
+
+/** Writes hunt_schedule from the hunts directory; returns the one-line summary. */
+export function materialiseHunts(config: AppConfig, log: Logger): Promise<string> {
+  const set = loadHuntsDir(config.runner.huntsDir, config.runner.spreadFraction);
+  logHuntSet(log, set);
+  return withCoordination(config, async ({ handle, settings }) => {
+    const plan = await materialise(handle.client, config.clickhouse.dataDatabase, set.hunts, settings);
+    return materialiseSummary(plan, config.clickhouse.dataDatabase);
+  });
+}
+
+export function dueNow(config: AppConfig): Promise<DueFire[]> {
+  return withCoordination(config, ({ handle, settings }) => new Coordinator(handle.client, config.clickhouse.dataDatabase, settings).dueNow());
+}
+
+/** A run-now request of a scheduled, enabled hunt; returns its fire. */
+export function requestRunNow(config: AppConfig, huntId: string): Promise<number> {
+  const database = config.clickhouse.dataDatabase;
+  return withCoordination(config, async ({ handle, settings }) => {
+    const known = (await readSchedule(handle.client, database, settings)).some((r) => r.hunt_id === huntId && r.enabled === 1);
+    if (!known) {
+      throw new DfeError('PARAM_INVALID', `hunt ${JSON.stringify(huntId)} is not in ${database}.hunt_schedule (run materialise first?)`, {
+        key: 'hunt_id',
+        value: huntId,
+      });
+    }
+    return new Coordinator(handle.client, database, settings).requestRun(huntId);
+  });
+}
+
+/** Lifts an auto-disable; returns what was lifted, or null when the hunt was not disabled. */
+export function enableHuntNow(config: AppConfig, huntId: string): Promise<DisabledHunt | null> {
+  const database = config.clickhouse.dataDatabase;
+  return withCoordination(config, async ({ handle, settings }) => {
+    const was = (await readDisabled(handle.client, database, settings)).find((d) => d.huntId === huntId);
+    if (!was) return null;
+    await enableHunt(handle.client, database, settings, huntId);
+    return was;
+  });
+}
