@@ -125,16 +125,19 @@ export interface Program<C, R extends Running> {
  * configure → start → signals. Resolves with what runs (signals end it), or
  * with the exit code when nothing does.
  */
-export async function launch<C, R extends Running>(program: Program<C, R>): Promise<R | number> {
+export async function launch<C extends { readonly notices?: readonly string[] }, R extends Running>(program: Program<C, R>): Promise<R | number> {
   let running: R;
+  let config: C | number;
   try {
-    const config = program.configure();
+    config = program.configure();
     if (typeof config === 'number') return config;
     running = await program.start(config);
   } catch (err) {
     return reportFailure(err, program.failure);
   }
-  stopOnSignals(running, program.signals(running));
+  const signals = program.signals(running);
+  for (const notice of config.notices ?? []) signals.logger.warn(notice);
+  stopOnSignals(running, signals);
   return running;
 }
 

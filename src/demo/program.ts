@@ -25,6 +25,8 @@ const EXAMPLE_HUNTS = fileURLToPath(new URL('../../../examples/hunts', import.me
 const DEMO_ENV: Readonly<Record<string, string>> = Object.freeze({
   DFE_HUNTS_DIR: EXAMPLE_HUNTS,
   DFE_HUNT_RUNNER_POLL_SECONDS: '5',
+  // The dashboard's load panels move within a minute (the default cycle is 300 s).
+  DFE_HUNT_SMOOTHING_CYCLE_SECONDS: '30',
   DFE_KEDA_SHIM_HOST: '127.0.0.1',
   LOG_LEVEL: 'warn',
 });

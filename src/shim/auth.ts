@@ -51,15 +51,7 @@ function header(request: AuthRequest, name: string): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-/** Checks that a mode's secret files are configured (at startup; contents are read per request). */
-export function assertAuthConfig(auth: AuthSettings): void {
-  for (const [key, value] of secretFilesOf(auth)) {
-    if (value === undefined) {
-      throw new DfeError('CONFIG_INVALID', `DFE_KEDA_SHIM_AUTH_MODE=${auth.mode} needs ${key}`, { key, value: auth.mode });
-    }
-  }
-}
-
+/** The secret files of a mode (the config loader checks they are set). */
 function secretFilesOf(auth: AuthSettings): [string, string | undefined][] {
   switch (auth.mode) {
     case 'none':
@@ -88,9 +80,7 @@ export class AuthGuard {
   constructor(
     readonly settings: AuthSettings,
     private readonly logger: Logger,
-  ) {
-    assertAuthConfig(settings);
-  }
+  ) {}
 
   /** Reads every secret once so a bad one is logged at startup. */
   async prime(): Promise<void> {

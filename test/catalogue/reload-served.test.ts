@@ -1,3 +1,4 @@
+import { capturingLogger } from '../helpers/logger.js';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +11,6 @@ import { loadConfig } from '../../src/config/load.js';
 import { buildShimApp } from '../../src/shim/app.js';
 import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
-import { capturingLogger } from '../shim/helpers.js';
 
 /**
  * issue 9 item 5, on the real reload path: files on disk, the production

@@ -4,7 +4,7 @@ import { serverHandle } from '../../src/clickhouse/client.js';
 import { MAX_RESULT_BYTES } from '../../src/shim/clickhouse-query.js';
 import { fly } from '../../src/shim/flight.js';
 import { floodServer, stallServer, type SocketFaultEndpoint } from '../helpers/faults.js';
-import { compiled, get, makeApp } from '../shim/helpers.js';
+import { compiled, get, makeApp } from '../helpers/shim.js';
 
 /**
  * Issue 9 items 3 and 7 on REAL sockets: a response that stalls after its

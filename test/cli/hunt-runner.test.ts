@@ -5,7 +5,7 @@ import { freePort } from '../helpers/ports.js';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tempHuntsDir } from '../runner/fixtures.js';
+import { tempHuntsDir } from '../helpers/runner-fixtures.js';
 
 /**
  * `dfe-hunt-runner` through its process: the compiled CLI (`tsc -p

@@ -6,7 +6,7 @@ import type { RunnerEvents, TickRecord } from '../../src/runner/fire.js';
 import { startRunner, type RunnerHandle } from '../../src/runner/start.js';
 import type { RunWindow } from '../../src/schedule/window.js';
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
-import { createOutputTable, outputHunt, outputRows, runnerConfig, tempHuntsDir } from './fixtures.js';
+import { createOutputTable, outputHunt, outputRows, runnerConfig, tempHuntsDir } from '../helpers/runner-fixtures.js';
 
 /**
  * Several runners (each its own startRunner and its own ClickHouse connection)

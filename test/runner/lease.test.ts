@@ -6,7 +6,7 @@ import { openClickHouse } from '../../src/clickhouse/client.js';
 import { applySchema } from '../../src/coordination/topology.js';
 import { startRunner } from '../../src/runner/start.js';
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
-import { createOutputTable, outputHunt, outputRows, runnerConfig, tempHuntsDir } from './fixtures.js';
+import { createOutputTable, outputHunt, outputRows, runnerConfig, tempHuntsDir } from '../helpers/runner-fixtures.js';
 
 /**
  * The lease of a won run, at its edges (docs/runner.md#a-tick, steps 5–6): renewal stops

@@ -1,3 +1,4 @@
+import { capturingLogger } from '../helpers/logger.js';
 import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -9,7 +10,7 @@ import { applySchema, coordinationSettings } from '../../src/coordination/topolo
 import { startRunner } from '../../src/runner/start.js';
 import { freePort } from '../helpers/ports.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
-import { capturingLogger, runnerConfig, tempHuntsDir } from './fixtures.js';
+import { runnerConfig, tempHuntsDir } from '../helpers/runner-fixtures.js';
 
 /**
  * The runner process surface: /livez, /readyz, /metrics over a real socket;
@@ -47,7 +48,7 @@ describe('runner probes and resilience', () => {
     const config = loadConfig({ DFE_CLICKHOUSE_URL: `http://127.0.0.1:${await freePort()}`, DFE_HUNTS_DIR: hunts.dir, LOG_LEVEL: 'silent' });
     const handle = await openClickHouse(config.clickhouse);
     cleanups.push(() => handle.close());
-    const { log, lines } = capturingLogger();
+    const { logger: log, lines } = capturingLogger();
     const runner = await startRunner({ handle, config, log, loop: false, serve: { host: '127.0.0.1', port: 0 } });
     cleanups.push(() => runner.stop());
 
@@ -95,7 +96,7 @@ describe('runner probes and resilience', () => {
     cleanups.push(hunts.remove);
     hunts.write('first', 'schedule: {mode: rate, interval: 3600}\nqueries: [SELECT 1]\n');
     const config = runnerConfig(db, hunts.dir);
-    const { log, lines } = capturingLogger();
+    const { logger: log, lines } = capturingLogger();
     const runner = await startRunner({ handle: db.handle, config, log, loop: false, serve: { host: '127.0.0.1', port: 0 } });
     cleanups.push(() => runner.stop());
     expect(await runner.tick()).toBeDefined();

@@ -5,7 +5,7 @@ import { latestFire, phaseOffset } from '../../src/schedule/arithmetic.js';
 import type { RunnerEvents } from '../../src/runner/fire.js';
 import { startRunner, type RunnerHandle } from '../../src/runner/start.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
-import { createOutputTable, outputHunt, outputRows, runnerConfig, tempHuntsDir } from './fixtures.js';
+import { createOutputTable, outputHunt, outputRows, runnerConfig, tempHuntsDir } from '../helpers/runner-fixtures.js';
 
 /**
  * The real runner and the real SQL, with simulated time: the `clock` time source

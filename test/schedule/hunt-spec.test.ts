@@ -1,9 +1,10 @@
+import { capturingLogger } from '../helpers/logger.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cronMinGapSeconds, parseInterval } from '../../src/schedule/interval.js';
 import { loadHuntsDir, logHuntSet } from '../../src/schedule/hunt-files.js';
 import { compileHuntFile } from '../../src/schedule/hunt-spec.js';
 import { compileStatement, runWindow, windowParams } from '../../src/schedule/window.js';
-import { capturingLogger, tempHuntsDir } from '../runner/fixtures.js';
+import { tempHuntsDir } from '../helpers/runner-fixtures.js';
 
 /** docs/hunts.md: hunt definitions, parsed and validated without a server. */
 
@@ -131,7 +132,7 @@ describe('hunts directory', () => {
     ]);
     expect(set.invalid).toHaveLength(1);
     expect(set.skipped).toHaveLength(1);
-    const { log, lines } = capturingLogger();
+    const { logger: log, lines } = capturingLogger();
     logHuntSet(log, set);
     const warning = lines.find((l) => l.level === 40);
     expect(warning?.msg).toMatch(/broken\.yaml.*schedule\.interval.*"soon"/);

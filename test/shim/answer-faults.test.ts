@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { malformedServer, type FaultEndpoint, type MalformedKind } from '../helpers/faults.js';
-import { compiled, get, makeApp, type AppUnderTest } from './helpers.js';
+import { compiled, get, makeApp, type AppUnderTest } from '../helpers/shim.js';
 
 /**
  * Issue 9 items 1 and 2 over REAL sockets and the real engine: a 200 whose

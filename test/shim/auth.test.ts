@@ -1,10 +1,11 @@
+import { capturingLogger } from '../helpers/logger.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDfeError } from '../../src/errors.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
-import { capturingLogger, compiled, get, makeApp, shimConfig, type AppUnderTest } from './helpers.js';
+import { compiled, get, makeApp, shimConfig, type AppUnderTest } from '../helpers/shim.js';
 
 /** Optional auth of the query routes (docs/api.md#auth-and-tls), secrets read from files that rotate. */
 let db: TestDatabase;

@@ -1,8 +1,9 @@
+import { capturingLogger } from '../helpers/logger.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { MAX_SERVABLE } from '../../src/servable.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
-import { capturingLogger, compiled, makeApp, type AppUnderTest } from './helpers.js';
+import { compiled, makeApp, type AppUnderTest } from '../helpers/shim.js';
 
 /**
  * The answer bodies byte for byte, for every source: the query routes

@@ -8,7 +8,7 @@ import { PRESSURE_METRIC } from '../../src/pressure/rule.js';
 import { buildShimApp } from '../../src/shim/app.js';
 import type { FastifyInstance } from 'fastify';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
-import { get, shimConfig } from './helpers.js';
+import { get, shimConfig } from '../helpers/shim.js';
 import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
 
 /**

@@ -1,7 +1,8 @@
+import { capturingLogger } from '../helpers/logger.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
-import { capturingLogger, compiled, get, makeApp, type AppUnderTest } from './helpers.js';
+import { compiled, get, makeApp, type AppUnderTest } from '../helpers/shim.js';
 
 /**
  * Failures are logged with query, params, reason and what was held — at most

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fly } from '../../src/shim/flight.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
-import { compiled } from './helpers.js';
+import { compiled } from '../helpers/shim.js';
 
 /**
  * Issue 9 item 7 on the real engine: only row 0 matters, so ClickHouse is

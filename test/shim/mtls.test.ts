@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenShim } from '../../src/shim/server.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
-import { compiled, makeApp, shimConfig, type AppUnderTest } from './helpers.js';
+import { compiled, makeApp, shimConfig, type AppUnderTest } from '../helpers/shim.js';
 
 /**
  * issue 9 item 13: optional client-certificate TLS (KEDA's `tls` auth mode),

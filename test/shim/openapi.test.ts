@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
-import { compiled, get, makeApp, type AppUnderTest } from './helpers.js';
+import { compiled, get, makeApp, type AppUnderTest } from '../helpers/shim.js';
 
 /**
  * issue 9 item 14: /openapi.json is generated from the LIVE catalogue (each

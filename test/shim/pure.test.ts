@@ -6,7 +6,7 @@ import { cacheKey } from '../../src/shim/key.js';
 import { parseHold, validateParams } from '../../src/shim/params.js';
 import { parseResult } from '../../src/shim/result.js';
 import { ageSeconds, clamp, finalValue, MAX_SERVABLE, servedValue } from '../../src/shim/value.js';
-import { compiled } from './helpers.js';
+import { compiled } from '../helpers/shim.js';
 
 const q = compiled('q', 'SELECT 1', { params: ['service', 'ns'] });
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
-import { compiled, get, makeApp, type AppUnderTest } from './helpers.js';
+import { compiled, get, makeApp, type AppUnderTest } from '../helpers/shim.js';
 
 /**
  * The query routes through app.inject() against the real (embedded) engine:

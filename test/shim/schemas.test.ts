@@ -5,7 +5,7 @@ import { isDfeError } from '../../src/errors.js';
 import { parseHold } from '../../src/shim/params.js';
 import { QUERY_STRING_SCHEMA } from '../../src/shim/routes/schemas.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
-import { compiled, get, makeApp, type AppUnderTest } from './helpers.js';
+import { compiled, get, makeApp, type AppUnderTest } from '../helpers/shim.js';
 
 /**
  * The query routes' querystring schema is attached, not answered

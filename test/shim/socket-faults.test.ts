@@ -3,7 +3,7 @@ import { createClient, type ClickHouseClient } from '@clickhouse/client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
-import { compiled, get, makeApp, type AppUnderTest } from './helpers.js';
+import { compiled, get, makeApp, type AppUnderTest } from '../helpers/shim.js';
 
 /**
  * Deadline and failure behaviour through REAL sockets: a server-backend client

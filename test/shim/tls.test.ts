@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDfeError } from '../../src/errors.js';
 import { listenShim } from '../../src/shim/server.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
-import { compiled, makeApp, type AppUnderTest } from './helpers.js';
+import { compiled, makeApp, type AppUnderTest } from '../helpers/shim.js';
 
 /**
  * TLS on the listener, through a real socket (a self-signed certificate made

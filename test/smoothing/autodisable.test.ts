@@ -1,3 +1,4 @@
+import { capturingLogger } from '../helpers/logger.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { applySchema, coordinationSettings } from '../../src/coordination/topology.js';
 import { materialise } from '../../src/coordination/materialise.js';
@@ -5,7 +6,7 @@ import { loadHuntsDir } from '../../src/schedule/hunt-files.js';
 import { startRunner } from '../../src/runner/start.js';
 import { enableHunt, readDisabled } from '../../src/smoothing/store/hunt-state.js';
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
-import { capturingLogger, createOutputTable, outputHunt, outputRows, runnerConfig, tempHuntsDir } from '../runner/fixtures.js';
+import { createOutputTable, outputHunt, outputRows, runnerConfig, tempHuntsDir } from '../helpers/runner-fixtures.js';
 
 /**
  * Auto-disable on the real engine (docs/smoothing.md): a hunt whose query really
@@ -54,7 +55,7 @@ describe('auto-disable on a memory-limit crash-loop', () => {
     cleanups.push(hunts.remove);
     hunts.write('greedy', GREEDY);
     hunts.write('fine', outputHunt(db.database, 'fine', 1));
-    const { log, lines } = capturingLogger('warn');
+    const { logger: log, lines } = capturingLogger('warn');
     const runner = await startRunner({ handle: db.handle, config: runnerConfig(db, hunts.dir), runnerId: 'r1', loop: false, log });
     cleanups.push(() => runner.stop());
 
@@ -119,7 +120,7 @@ describe('auto-disable on a memory-limit crash-loop', () => {
     cleanups.push(hunts.remove);
     hunts.write('slowpoke', outputHunt(db.database, 'slowpoke', 1, { sleepSeconds: 0.5 }));
     const config = runnerConfig(db, hunts.dir, { DFE_HUNT_AUTODISABLE_MAX_P95_DURATION_MS: '100' });
-    const { log, lines } = capturingLogger('warn');
+    const { logger: log, lines } = capturingLogger('warn');
     const runner = await startRunner({ handle: db.handle, config, runnerId: 'r3', loop: false, log });
     cleanups.push(() => runner.stop());
     await runner.tick();
@@ -141,7 +142,7 @@ describe('auto-disable on a memory-limit crash-loop', () => {
     // Same 0.5 s query in both; only "tight" sets a ceiling (no global one is set).
     hunts.write('tight', `${outputHunt(db.database, 'tight', 1, { sleepSeconds: 0.5 })}ceilings: {duration_ms: 100}\n`);
     hunts.write('loose', outputHunt(db.database, 'loose', 1, { sleepSeconds: 0.5 }));
-    const { log, lines } = capturingLogger('warn');
+    const { logger: log, lines } = capturingLogger('warn');
     const runner = await startRunner({ handle: db.handle, config: runnerConfig(db, hunts.dir), runnerId: 'r4', loop: false, log });
     cleanups.push(() => runner.stop());
     await runner.tick();

@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tempHuntsDir } from '../runner/fixtures.js';
+import { tempHuntsDir } from '../helpers/runner-fixtures.js';
 
 /**
  * `dfe-hunt-runner smoothing …` and `enable` through the compiled process on an

@@ -6,7 +6,7 @@ import { startRunner, type RunnerHandle } from '../../src/runner/start.js';
 import { PLANNER_ID } from '../../src/smoothing/control/controller.js';
 import { readScheduleEntries, writeScheduleMove } from '../../src/smoothing/store/fleet.js';
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
-import { createOutputTable, outputRows, runnerConfig, tempHuntsDir } from '../runner/fixtures.js';
+import { createOutputTable, outputRows, runnerConfig, tempHuntsDir } from '../helpers/runner-fixtures.js';
 
 /**
  * The smoothing controller end to end on the real engine (docs/smoothing.md):

@@ -9,7 +9,7 @@ import { costFromRuns } from '../../src/smoothing/cost.js';
 import { probeCostSource, readCosts } from '../../src/smoothing/store/cost-source.js';
 import { readScheduleEntries, writeScheduleMove } from '../../src/smoothing/store/fleet.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
-import { runnerConfig, tempHuntsDir } from '../runner/fixtures.js';
+import { runnerConfig, tempHuntsDir } from '../helpers/runner-fixtures.js';
 
 /** The smoothing I/O on the real engine: the cost model's SQL, export into hunt files, promotion. */
 const SETTINGS = coordinationSettings({ kind: 'single' });

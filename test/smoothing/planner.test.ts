@@ -4,7 +4,7 @@ import { candidateOffsets, circularDistance, maxStepSeconds } from '../../src/sm
 import { buildCurve } from '../../src/smoothing/curve.js';
 import type { CooldownState, HuntLoad, LoadCurve, PlannerSettings } from '../../src/smoothing/model.js';
 import { planCycle, planCycles } from '../../src/smoothing/planner.js';
-import { fleetArb, settingsArb, SMALL_FLEET_SETTINGS } from './fleet-arb.js';
+import { fleetArb, settingsArb, SMALL_FLEET_SETTINGS } from '../helpers/fleet-arb.js';
 
 const defaults: PlannerSettings = SMALL_FLEET_SETTINGS;
 // Each fire: 30e6 µs of a 30e6 µs bucket and 100 of 200 bytes → P = 0.5·1 + 0.5·0.5 = 0.75.

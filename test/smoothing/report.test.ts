@@ -4,7 +4,7 @@ import { buildCurve } from '../../src/smoothing/curve.js';
 import type { HuntLoad, PlannerSettings } from '../../src/smoothing/model.js';
 import { planReport } from '../../src/smoothing/plan-report.js';
 import { planCycles } from '../../src/smoothing/planner.js';
-import { SMALL_FLEET_SETTINGS } from './fleet-arb.js';
+import { SMALL_FLEET_SETTINGS } from '../helpers/fleet-arb.js';
 import { renderBeforeAfter, renderCurve } from '../../src/smoothing/render.js';
 
 const settings: PlannerSettings = SMALL_FLEET_SETTINGS;

@@ -3,9 +3,8 @@ import { Registry } from 'prom-client';
 import type { ClickHouseHandle } from '../../src/clickhouse/client.js';
 import type { Clock } from '../../src/clock.js';
 import { loadConfig, type ShimConfig } from '../../src/config/load.js';
-import { loggerOptions, type Logger } from '../../src/log.js';
+import type { Logger } from '../../src/log.js';
 import { buildShimApp } from '../../src/shim/app.js';
-import { pino } from 'pino';
 import { QUERY_DEFAULTS, type Catalogue, type CatalogueEvent, type CatalogueProvider, type CompiledQuery } from '../../src/catalogue/types.js';
 
 /** A CompiledQuery with QUERY_DEFAULTS filled in; tests name only what they care about. */
@@ -109,9 +108,3 @@ export async function get(app: FastifyInstance, url: string, headers: Record<str
   return { status: res.statusCode, body, headers: res.headers };
 }
 
-/** A real pino logger (with the production redaction paths) whose JSON lines a test reads back. */
-export function capturingLogger(): { logger: Logger; lines: Record<string, unknown>[] } {
-  const lines: Record<string, unknown>[] = [];
-  const stream = { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) };
-  return { logger: pino(loggerOptions({ level: 'info', format: 'json' }), stream), lines };
-}

@@ -1,11 +1,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { loadConfig, type AppConfig } from '../../src/config/load.js';
-import type { Logger } from '../../src/log.js';
-import { embeddedPathForThisProcess, type TestDatabase } from '../helpers/clickhouse.js';
+import { embeddedPathForThisProcess, type TestDatabase } from './clickhouse.js';
 
 /** Shared fixtures of the runner tests: hunt directories, an output table, config, a log catcher. */
 
@@ -63,18 +60,6 @@ export function runnerConfig(db: TestDatabase, huntsDir: string, env: Record<str
     ...(process.env.DFE_CLICKHOUSE_URL ? { DFE_CLICKHOUSE_URL: process.env.DFE_CLICKHOUSE_URL } : {}),
     ...env,
   });
-}
-
-/** A logger whose JSON lines land in `lines`, to assert what an operator would read. */
-export function capturingLogger(level = 'info'): { log: Logger; lines: Array<Record<string, unknown>> } {
-  const lines: Array<Record<string, unknown>> = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) lines.push(JSON.parse(line) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { log: pino({ level }, sink), lines };
 }
 
 export interface OutputRow {
