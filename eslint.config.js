@@ -2,23 +2,26 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 /**
- * The layering of docs/architecture.md, enforced: each folder of src/ may import
- * only the folders below it. `errors.ts`, `log.ts` and `clock.ts` at the root of
- * src/ are for everyone.
+ * The folder table of docs/architecture.md, enforced: each folder of src/ (with
+ * its sub-folders) may import only the folders listed for it. The root files
+ * (`errors.ts`, `log.ts`, `clock.ts`, `servable.ts`) are for every folder and
+ * import only `telemetry/`; `cli/` imports any folder.
  */
 const LAYERS = {
   config: [],
-  clickhouse: ['config'],
-  schedule: ['clickhouse', 'config'],
-  pressure: ['clickhouse', 'config'],
-  catalogue: ['clickhouse', 'config'],
-  coordination: ['schedule', 'clickhouse', 'config'],
-  smoothing: ['schedule', 'clickhouse', 'config'],
-  runner: ['coordination', 'smoothing', 'schedule', 'clickhouse', 'config'],
-  shim: ['catalogue', 'coordination', 'smoothing', 'pressure', 'clickhouse', 'config'],
-  demo: ['shim', 'runner', 'catalogue', 'coordination', 'smoothing', 'schedule', 'pressure', 'clickhouse', 'config'],
+  telemetry: ['config'],
+  clickhouse: ['config', 'telemetry'],
+  schedule: ['clickhouse', 'config', 'telemetry'],
+  pressure: ['clickhouse', 'config', 'telemetry'],
+  catalogue: ['clickhouse', 'config', 'telemetry'],
+  coordination: ['schedule', 'clickhouse', 'config', 'telemetry'],
+  smoothing: ['coordination', 'schedule', 'clickhouse', 'config', 'telemetry'],
+  runner: ['smoothing', 'coordination', 'schedule', 'clickhouse', 'config', 'telemetry'],
+  shim: ['catalogue', 'coordination', 'pressure', 'clickhouse', 'config', 'telemetry'],
+  demo: ['shim', 'runner', 'catalogue', 'smoothing', 'coordination', 'schedule', 'pressure', 'clickhouse', 'config', 'telemetry'],
 };
 const FOLDERS = [...Object.keys(LAYERS), 'cli'];
+const ROOT_MAY_IMPORT = ['telemetry'];
 /**
  * The embedded engine (npm chdb, a devDependency the image never ships) is
  * src/clickhouse/'s business alone: it is the one seam between a server and
@@ -49,10 +52,50 @@ const layering = Object.entries(LAYERS).map(([folder, allowed]) => {
 const NO_ONLY = { selector: "CallExpression[callee.property.name='only']", message: 'focused tests (.only) silence the rest of the suite' };
 /** The same for `import('chdb…')`, which no-restricted-imports does not see. */
 const NO_DYNAMIC_CHDB = { selector: 'ImportExpression[source.value=/^chdb(\\/|$)/]', message: CHDB.message };
-/** cli/ and the root files (errors, log, clock) import any folder, but not chdb. */
-const noChdbElsewhere = {
-  files: ['src/cli/**/*.ts', 'src/*.ts'],
+/** cli/ imports any folder, but not chdb. */
+const cliRule = {
+  files: ['src/cli/**/*.ts'],
   rules: { 'no-restricted-imports': ['error', { patterns: [CHDB] }] },
+};
+/** The root files import only telemetry/ (and each other). */
+const rootRule = {
+  files: ['src/*.ts'],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: [
+          {
+            regex: `^\\./(${FOLDERS.filter((f) => !ROOT_MAY_IMPORT.includes(f)).join('|')})/`,
+            message: `the root files of src/ may import only ${ROOT_MAY_IMPORT.join(', ')} (docs/architecture.md)`,
+          },
+          CHDB,
+        ],
+      },
+    ],
+  },
+};
+/**
+ * The pure folders (docs/architecture.md): the files at the top of src/smoothing/
+ * and src/schedule/ do no I/O. Types may still come from anywhere they may import.
+ */
+const PURE_MESSAGE = 'pure code does no I/O: move this to smoothing/store/ or smoothing/control/ (docs/architecture.md)';
+const pureRule = {
+  files: ['src/smoothing/*.ts', 'src/schedule/**/*.ts'],
+  ignores: ['src/schedule/hunt-files.ts'],
+  rules: {
+    '@typescript-eslint/no-restricted-imports': [
+      'error',
+      {
+        paths: [{ name: '@clickhouse/client', message: PURE_MESSAGE, allowTypeImports: true }],
+        patterns: [
+          { regex: '^node:(fs|net|http|https|child_process)', message: PURE_MESSAGE },
+          { regex: '^\\./(store|control)/', message: PURE_MESSAGE, allowTypeImports: true },
+          { regex: '^\\.\\./coordination/', message: PURE_MESSAGE, allowTypeImports: true },
+        ],
+      },
+    ],
+  },
 };
 
 export default tseslint.config(
@@ -68,5 +111,7 @@ export default tseslint.config(
   },
   { files: ['src/**/*.ts'], ignores: ['src/clickhouse/**'], rules: { 'no-restricted-syntax': ['error', NO_ONLY, NO_DYNAMIC_CHDB] } },
   ...layering,
-  noChdbElsewhere,
+  cliRule,
+  rootRule,
+  pureRule,
 );

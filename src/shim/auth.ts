@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { ShimConfig } from '../config/load.js';
-import { DfeError, describeError } from '../errors.js';
+import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 
 /**
