@@ -1,21 +1,22 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * The fast lane (`npm run test:unit`): pure modules only — no ClickHouse, no
- * network, no build of dist/, no child processes. `npm test` runs these too,
- * with everything else. A file belongs here only if it needs none of that.
+ * The fast lane (`npm run test:unit`): the pure folders — no ClickHouse, no
+ * network, no build of dist/, no child processes. A test belongs in a pure
+ * folder (`test/<area>/pure/`, or an area that is pure as a whole) only if it
+ * needs none of that. `npm test` runs these too, with everything else.
  */
 export default defineConfig({
   test: {
     include: [
+      // Areas that are pure as a whole.
       'test/schedule/**/*.test.ts',
-      'test/smoothing/{curve,planner,report}.test.ts',
-      'test/coordination/{pure-decisions,quorum-retry}.test.ts',
-      'test/catalogue/{load,merge,merge-binds,store,validation}.test.ts',
       'test/config/**/*.test.ts',
-      'test/shim/{pure,catalogue-warnings}.test.ts',
-      'test/errors.test.ts',
-      'test/log.test.ts',
+      'test/model/claims/**/*.test.ts',
+      // The pure part of an area.
+      'test/*/pure/**/*.test.ts',
+      // The root modules (errors, log).
+      'test/*.test.ts',
     ],
     pool: 'forks',
     maxWorkers: 2,

@@ -1,6 +1,6 @@
 import { parseError } from '@clickhouse/client';
 import { describe, expect, it } from 'vitest';
-import { isQuorumBusy, withQuorumRetry } from '../../src/coordination/quorum-retry.js';
+import { isQuorumBusy, withQuorumRetry } from '../../../src/coordination/quorum-retry.js';
 
 /**
  * The error text is ClickHouse's own format for code 286, parsed by the client's

@@ -2,10 +2,10 @@ import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, unlinkSync, wr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CatalogueStore } from '../../src/catalogue/store.js';
-import type { CatalogueEvent } from '../../src/catalogue/types.js';
-import { ManualClock } from '../../src/clock.js';
-import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
+import { CatalogueStore } from '../../../src/catalogue/store.js';
+import type { CatalogueEvent } from '../../../src/catalogue/types.js';
+import { ManualClock } from '../../../src/clock.js';
+import { SHIM_CATALOGUE_BUILTINS } from '../../../src/shim/catalogue-builtins.js';
 
 /**
  * Hot reload against the layout a kubelet gives a mounted ConfigMap:

@@ -2,10 +2,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { contentHash, defaultBuiltinPath, loadCatalogue } from '../../src/catalogue/load.js';
-import { ManualClock } from '../../src/clock.js';
-import { DfeError } from '../../src/errors.js';
-import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
+import { contentHash, defaultBuiltinPath, loadCatalogue } from '../../../src/catalogue/load.js';
+import { ManualClock } from '../../../src/clock.js';
+import { DfeError } from '../../../src/errors.js';
+import { SHIM_CATALOGUE_BUILTINS } from '../../../src/shim/catalogue-builtins.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'dfe-catalogue-load-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { readBackVerdict } from '../../src/coordination/claim.js';
-import { materialiseSummary, planMaterialise, type OffsetSource } from '../../src/coordination/materialise.js';
-import { compileHuntFile, type HuntSpec } from '../../src/schedule/hunt-spec.js';
+import { readBackVerdict } from '../../../src/coordination/claim.js';
+import { materialiseSummary, planMaterialise, type OffsetSource } from '../../../src/coordination/materialise.js';
+import { compileHuntFile, type HuntSpec } from '../../../src/schedule/hunt-spec.js';
 
 /** Pure decisions of coordination: the claim's read-back verdict, the materialise diff (tick planning: test/schedule/plan.test.ts). */
 

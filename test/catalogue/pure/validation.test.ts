@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { compileCatalogue } from '../../src/catalogue/compile.js';
-import { parseCatalogueText } from '../../src/catalogue/parse.js';
-import { DfeError } from '../../src/errors.js';
-import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
+import { compileCatalogue } from '../../../src/catalogue/compile.js';
+import { parseCatalogueText } from '../../../src/catalogue/parse.js';
+import { DfeError } from '../../../src/errors.js';
+import { SHIM_CATALOGUE_BUILTINS } from '../../../src/shim/catalogue-builtins.js';
 
 /**
  * docs/catalogue.md#validation, one test per rule. Every error is CATALOGUE_INVALID and

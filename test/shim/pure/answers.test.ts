@@ -1,12 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isDfeError } from '../../src/errors.js';
-import { onFailure, reusable, type FailSafePolicy } from '../../src/shim/decision.js';
-import { cacheKey } from '../../src/shim/key.js';
-import { parseHold, validateParams } from '../../src/shim/params.js';
-import { parseResult } from '../../src/shim/result.js';
-import { ageSeconds, clamp, finalValue, MAX_SERVABLE, servedValue } from '../../src/shim/value.js';
-import { compiled } from '../helpers/shim.js';
+import { isDfeError } from '../../../src/errors.js';
+import { onFailure, reusable, type FailSafePolicy } from '../../../src/shim/decision.js';
+import { cacheKey } from '../../../src/shim/key.js';
+import { parseHold, validateParams } from '../../../src/shim/params.js';
+import { parseResult } from '../../../src/shim/result.js';
+import { ageSeconds, clamp, finalValue, MAX_SERVABLE, servedValue } from '../../../src/shim/value.js';
+import { compiled } from '../../helpers/shim.js';
 
 const q = compiled('q', 'SELECT 1', { params: ['service', 'ns'] });
 

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { costFromRuns, fillMissingCosts, fleetMedianCost, p95 } from '../../src/smoothing/cost.js';
-import { buildCurve } from '../../src/smoothing/curve.js';
-import type { HuntLoad, PlannerSettings } from '../../src/smoothing/model.js';
-import { planReport } from '../../src/smoothing/plan-report.js';
-import { planCycles } from '../../src/smoothing/planner.js';
-import { SMALL_FLEET_SETTINGS } from '../helpers/fleet-arb.js';
-import { renderBeforeAfter, renderCurve } from '../../src/smoothing/render.js';
+import { costFromRuns, fillMissingCosts, fleetMedianCost, p95 } from '../../../src/smoothing/cost.js';
+import { buildCurve } from '../../../src/smoothing/curve.js';
+import type { HuntLoad, PlannerSettings } from '../../../src/smoothing/model.js';
+import { planReport } from '../../../src/smoothing/plan-report.js';
+import { planCycles } from '../../../src/smoothing/planner.js';
+import { SMALL_FLEET_SETTINGS } from '../../helpers/fleet-arb.js';
+import { renderBeforeAfter, renderCurve } from '../../../src/smoothing/render.js';
 
 const settings: PlannerSettings = SMALL_FLEET_SETTINGS;
 const at = (huntId: string, offsetSeconds: number): HuntLoad => ({

@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { candidateOffsets, circularDistance, maxStepSeconds } from '../../src/smoothing/candidates.js';
-import { buildCurve } from '../../src/smoothing/curve.js';
-import type { CooldownState, HuntLoad, LoadCurve, PlannerSettings } from '../../src/smoothing/model.js';
-import { planCycle, planCycles } from '../../src/smoothing/planner.js';
-import { fleetArb, settingsArb, SMALL_FLEET_SETTINGS } from '../helpers/fleet-arb.js';
+import { candidateOffsets, circularDistance, maxStepSeconds } from '../../../src/smoothing/candidates.js';
+import { buildCurve } from '../../../src/smoothing/curve.js';
+import type { CooldownState, HuntLoad, LoadCurve, PlannerSettings } from '../../../src/smoothing/model.js';
+import { planCycle, planCycles } from '../../../src/smoothing/planner.js';
+import { fleetArb, settingsArb, SMALL_FLEET_SETTINGS } from '../../helpers/fleet-arb.js';
 
 const defaults: PlannerSettings = SMALL_FLEET_SETTINGS;
 // Each fire: 30e6 µs of a 30e6 µs bucket and 100 of 200 bytes → P = 0.5·1 + 0.5·0.5 = 0.75.

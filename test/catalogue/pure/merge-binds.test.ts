@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { compileCatalogue } from '../../src/catalogue/compile.js';
-import { parseCatalogueText } from '../../src/catalogue/parse.js';
-import { DfeError } from '../../src/errors.js';
-import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
+import { compileCatalogue } from '../../../src/catalogue/compile.js';
+import { parseCatalogueText } from '../../../src/catalogue/parse.js';
+import { DfeError } from '../../../src/errors.js';
+import { SHIM_CATALOGUE_BUILTINS } from '../../../src/shim/catalogue-builtins.js';
 
 /**
  * issue 9 item 16: an override that replaces a built-in's `sql` while the

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { isDfeError } from '../../src/errors.js';
-import { buildCurve } from '../../src/smoothing/curve.js';
-import type { CurveSettings, HuntLoad } from '../../src/smoothing/model.js';
+import { isDfeError } from '../../../src/errors.js';
+import { buildCurve } from '../../../src/smoothing/curve.js';
+import type { CurveSettings, HuntLoad } from '../../../src/smoothing/model.js';
 
 // docs/smoothing.md "The curve and the objective": every expected number below is worked by hand.
 const settings: CurveSettings = { bucketSeconds: 30, cpuCores: 1, memoryCapBytes: 200, weights: { cpu: 0.5, mem: 0.5 } };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { mergeLayers, mergeQuery, mergeValue } from '../../src/catalogue/merge.js';
-import type { Layer } from '../../src/catalogue/parse.js';
-import type { RawQuery } from '../../src/catalogue/schema.js';
+import { mergeLayers, mergeQuery, mergeValue } from '../../../src/catalogue/merge.js';
+import type { Layer } from '../../../src/catalogue/parse.js';
+import type { RawQuery } from '../../../src/catalogue/schema.js';
 
 /** docs/catalogue.md#merge-rules, one test per rule, on plain data (no YAML, no I/O). */
 const layer = (file: string, queries: Record<string, RawQuery>): Layer => ({ file, queries: new Map(Object.entries(queries)) });

@@ -1,9 +1,9 @@
-import { capturingLogger } from '../helpers/logger.js';
+import { capturingLogger } from '../../helpers/logger.js';
 import { describe, expect, it } from 'vitest';
-import { compileCatalogue } from '../../src/catalogue/compile.js';
-import { parseCatalogueText } from '../../src/catalogue/parse.js';
-import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
-import { makeApp } from '../helpers/shim.js';
+import { compileCatalogue } from '../../../src/catalogue/compile.js';
+import { parseCatalogueText } from '../../../src/catalogue/parse.js';
+import { SHIM_CATALOGUE_BUILTINS } from '../../../src/shim/catalogue-builtins.js';
+import { makeApp } from '../../helpers/shim.js';
 
 /** Issue 9 item 11: a deadline KEDA cannot wait for is logged at load and at a reload that changes it. */
 const DBS = { dataDatabase: 'dfe', otelDatabase: 'otel', builtins: SHIM_CATALOGUE_BUILTINS };
