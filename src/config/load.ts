@@ -111,7 +111,7 @@ export interface AppConfig {
 }
 
 /** CLI flags, by their env twin, so that flags override env with one schema. */
-export const FLAG_TO_ENV: Readonly<Record<string, keyof z.input<typeof envSchema>>> = Object.freeze({
+const FLAG_TO_ENV: Readonly<Record<string, keyof z.input<typeof envSchema>>> = Object.freeze({
   'clickhouse-url': 'DFE_CLICKHOUSE_URL',
   'embedded-path': 'DFE_EMBEDDED_PATH',
   hunts: 'DFE_HUNTS_DIR',
@@ -192,7 +192,7 @@ function deepFreeze<T>(value: T): T {
 }
 
 /** Splits `https://user:pass@host:8443/` into a credential-free URL and its credentials. */
-export function splitUrlCredentials(raw: string): { url: string; username?: string; password?: string } {
+function splitUrlCredentials(raw: string): { url: string; username?: string; password?: string } {
   const parsed = new URL(raw);
   const username = parsed.username ? decodeURIComponent(parsed.username) : undefined;
   const password = parsed.password ? decodeURIComponent(parsed.password) : undefined;
@@ -207,7 +207,7 @@ export function splitUrlCredentials(raw: string): { url: string; username?: stri
  * invalid DFE_CLICKHOUSE_URL is echoed back, and it may carry the password.
  * Everything up to the LAST `@` goes, since a malformed URL may hold a raw `@`.
  */
-export function maskUrlCredentials(value: string): string {
+function maskUrlCredentials(value: string): string {
   return value.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)?.*@/s, '$1[redacted]@');
 }
 

@@ -62,7 +62,7 @@ const fraction = z
   .refine((n) => Number.isFinite(n) && n > 0 && n <= 1, { message: 'must be a number in (0, 1]' });
 
 /** `cpu,mem` weights of the pressure curve, each ≥ 0, summing to 1 (docs/smoothing.md). */
-export const smoothingWeights = z
+const smoothingWeights = z
   .string()
   .trim()
   .regex(/^\d+(\.\d+)?\s*,\s*\d+(\.\d+)?$/, { message: 'must be two numbers "cpu,mem", e.g. 0.5,0.5' })
@@ -73,7 +73,7 @@ export const smoothingWeights = z
   .refine((w) => Math.abs(w.cpu + w.mem - 1) < 1e-9, { message: 'must sum to 1, e.g. 0.5,0.5 or 0.7,0.3' });
 
 /** `K/SECONDS` (K code-241 failures within SECONDS disable a hunt) or `off`. */
-export const crashloopRule = z
+const crashloopRule = z
   .string()
   .trim()
   .toLowerCase()

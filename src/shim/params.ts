@@ -38,8 +38,25 @@ export function validateParams(query: CompiledQuery, raw: RawQueryString): Decla
   return Object.freeze(out);
 }
 
-/** The text a `hold` may be: a plain decimal number, no sign (the route's querystring schema uses it too). */
-export const HOLD_TEXT = /^(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
+/** The text a `hold` may be: a plain decimal number, no sign. */
+const HOLD_TEXT = /^(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
+
+/**
+ * The request parameters as /openapi.json publishes them, from the same facts
+ * the checks below use: a declared param's pattern, `hold`'s range. The routes
+ * have no querystring schema: these checks are the one validation.
+ */
+export function declaredParamDoc(name: string): Record<string, unknown> {
+  return { name, in: 'query', required: true, schema: { type: 'string', pattern: PARAM_VALUE.source } };
+}
+
+export const HOLD_PARAM_DOC = Object.freeze({
+  name: 'hold',
+  in: 'query',
+  required: false,
+  description: 'The trigger target, a plain decimal number: answered when ClickHouse fails and the query is metric_type Value.',
+  schema: { type: 'number', minimum: 0, maximum: MAX_SERVABLE },
+});
 
 /**
  * The `hold` target of a `metric_type: Value` trigger (docs/failsafe.md#metric_type-value-and-hold): absent, or a

@@ -5,7 +5,7 @@ import type { CurveSettings, HuntLoad } from './model.js';
  * The geometry shared by the curve and the planner (docs/smoothing.md "The curve"):
  * the hyperperiod H, the bucket width Δ, B = ceil(H / Δ), and where one hunt's fires land.
  */
-export const HYPERPERIOD_CAP_SECONDS = 604_800;
+const HYPERPERIOD_CAP_SECONDS = 604_800;
 
 export interface Geometry {
   readonly hyperperiodSeconds: number;

@@ -22,12 +22,3 @@ export function renderCurve(curve: LoadCurve, width: number, scaleMax?: number):
   }
   return row;
 }
-
-/** Two labelled rows on one scale, each followed by its peak/mean. */
-export function renderBeforeAfter(before: LoadCurve, after: LoadCurve, width: number): string[] {
-  const max = Math.max(before.peak, after.peak);
-  return [
-    `before │${renderCurve(before, width, max)}│ peak/mean ${before.flatness.toFixed(2)}`,
-    `after  │${renderCurve(after, width, max)}│ peak/mean ${after.flatness.toFixed(2)}`,
-  ];
-}

@@ -1,7 +1,7 @@
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
-import { CatalogueStore } from '../../src/catalogue/index.js';
+import { CatalogueStore } from '../../src/catalogue/store.js';
 import type { ClickHouseHandle } from '../../src/clickhouse/client.js';
 import { qualifiedTable } from '../../src/clickhouse/identifiers.js';
 import { ManualClock } from '../../src/clock.js';

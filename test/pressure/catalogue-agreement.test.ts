@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import { quoteDatabase } from '../../src/clickhouse/identifiers.js';
-import { loadCatalogue } from '../../src/catalogue/index.js';
+import { loadCatalogue } from '../../src/catalogue/load.js';
 import type { CompiledQuery } from '../../src/catalogue/types.js';
 import { PRESSURE_MAX, PRESSURE_MIN, PRESSURE_WINDOW_SECONDS, renderPressureSql } from '../../src/pressure/rule.js';
 import { queryRows } from '../helpers/clickhouse.js';

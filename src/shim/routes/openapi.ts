@@ -1,14 +1,13 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Catalogue } from '../../catalogue/types.js';
-import { PARAM_VALUE } from '../params.js';
+import { declaredParamDoc, HOLD_PARAM_DOC } from '../params.js';
 import type { ShimContext, ShimRouteOptions } from '../context.js';
 import { ANSWER_SCHEMA, ERROR_SCHEMA } from './schemas.js';
 
 /**
  * `/openapi.json`: an OpenAPI 3.0 description generated from the LIVE
  * catalogue (each query's route, params and answer), rebuilt when a reload
- * swaps the catalogue. The original shim served one; tools that read it keep
- * working. Open like /status: it names routes and parameter names, no values
+ * swaps the catalogue. Open like /status: it names routes and parameter names, no values
  * or SQL.
  */
 const KEDA_ROUTES: Readonly<Record<string, string>> = Object.freeze({ backlog: '/keda/hunt-backlog', pressure: '/keda/pressure' });
@@ -39,21 +38,7 @@ export function openApiDocument(catalogue: Catalogue, ctx: ShimContext): Record<
   const security = securityOf(ctx);
   const paths: Record<string, unknown> = {};
   for (const query of [...catalogue.queries.values()].sort((a, b) => a.name.localeCompare(b.name))) {
-    const parameters = [
-      ...query.params.map((name) => ({
-        name,
-        in: 'query',
-        required: true,
-        schema: { type: 'string', pattern: PARAM_VALUE.source },
-      })),
-      {
-        name: 'hold',
-        in: 'query',
-        required: false,
-        description: 'The trigger target: answered when ClickHouse fails and the query is metric_type Value.',
-        schema: { type: 'number', minimum: 0 },
-      },
-    ];
+    const parameters = [...query.params.map(declaredParamDoc), HOLD_PARAM_DOC];
     const operation = {
       operationId: `query_${query.name.replace(/[^A-Za-z0-9_]/g, '_')}`,
       summary: `Query "${query.name}" (${query.metricType})`,

@@ -1,5 +1,3 @@
-import { HOLD_TEXT } from '../params.js';
-
 /**
  * The JSON schemas of the routes, each fact once: Fastify compiles them at
  * startup (Ajv for querystrings, fast-json-stringify for responses), and
@@ -34,33 +32,6 @@ export const ERROR_SCHEMA = {
   type: 'object',
   required: ['error', 'query'],
   properties: { error: { type: 'string' }, query: { type: 'string', nullable: true } },
-} as const;
-
-/**
- * The querystring of a query route, as far as it is the same for every
- * catalogue: `hold`, a plain decimal number (docs/failsafe.md#metric_type-value-and-hold).
- * Other keys pass untouched: a query's declared params, `api_key` for the
- * auth check, and anything else, which is ignored.
- *
- * The declared params are NOT here, and this is deliberate: `/q/:name` serves
- * every catalogue query through one route, each query declares its own
- * params, and a reload changes them while Fastify compiles a route's schemas
- * once, at startup. So they are checked per request against the live
- * catalogue by params.ts (the same pattern /openapi.json publishes per query,
- * from the live catalogue).
- *
- * The routes set `attachValidation`: Fastify's verdict is not answered as
- * such. params.ts is stricter than this schema (it checks the declared params
- * first, then `hold` against the same pattern and the servable range), so a
- * request the schema rejects is a 400 from params.ts, with the body, the
- * `bad_request` count and the order (401 before 400, an unknown query's 404
- * before 400) the routes have always had.
- */
-export const QUERY_STRING_SCHEMA = {
-  type: 'object',
-  properties: {
-    hold: { type: 'string', pattern: HOLD_TEXT.source },
-  },
 } as const;
 
 /** `/livez` and `/readyz` (200 and 503 alike). */

@@ -19,7 +19,7 @@ import { PlanningReader } from './planning.js';
  * Cycles `observe` simulates ahead for its projected flatness (one hour at the default
  * 300 s cycle); the simulation stops early once the plan converges.
  */
-export const OBSERVE_HORIZON_CYCLES = 12;
+const OBSERVE_HORIZON_CYCLES = 12;
 
 /**
  * The smoothing controller in the runner (docs/smoothing.md, "The controller"):
