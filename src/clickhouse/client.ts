@@ -66,10 +66,11 @@ export function serverHandle(client: ClickHouseClient, target: string): ClickHou
  */
 export async function openClickHouse(config: ClickHouseConfig): Promise<ClickHouseHandle> {
   if (config.backend === 'embedded') return openEmbedded(config.embeddedPath);
-  if (!config.url) throw new DfeError('CONFIG_INVALID', 'no ClickHouse server URL configured', { key: 'DFE_CLICKHOUSE_URL' });
+  // The config loader refuses backend=server without a URL (config/load.ts).
+  const url = config.url as string;
   const tls = config.caCertPath ? { ca_cert: readCaCert(config.caCertPath) } : undefined;
   const client = createClient({
-    url: config.url,
+    url,
     username: config.username,
     password: config.password,
     request_timeout: config.requestTimeoutMs,
@@ -78,7 +79,7 @@ export async function openClickHouse(config: ClickHouseConfig): Promise<ClickHou
     clickhouse_settings: {},
     ...(tls ? { tls } : {}),
     // DFE_CLICKHOUSE_VERIFY=false: accept any server certificate (only meaningful over https).
-    ...(!config.verifyTls && config.url.startsWith('https:') ? { http_agent: await insecureAgent() } : {}),
+    ...(!config.verifyTls && url.startsWith('https:') ? { http_agent: await insecureAgent() } : {}),
     keep_alive: { enabled: true, idle_socket_ttl: 2_500 },
     max_open_connections: MAX_OPEN_CONNECTIONS,
     // The client's own logger writes every failed request (with a stack) to the
@@ -86,7 +87,7 @@ export async function openClickHouse(config: ClickHouseConfig): Promise<ClickHou
     // outage that floods the logs. Callers log failures themselves.
     log: { level: ClickHouseLogLevel.OFF },
   });
-  return serverHandle(client, config.url);
+  return serverHandle(client, url);
 }
 
 function readCaCert(path: string): Buffer {

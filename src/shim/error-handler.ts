@@ -4,8 +4,8 @@ import { ERRORS, isDfeError } from '../errors.js';
 /**
  * Where errors become HTTP answers; the status of each code is in the one
  * table, src/errors.ts. Client mistakes show (404, 400, 401); a ClickHouse
- * fault never reaches here as such — the fail-safe path turns it into an
- * answer — and if one ever did it would be a 503, never a 500.
+ * fault arrives only as the executor's STALE (503). Anything else is a bug:
+ * a 500 with a fixed sentence.
  */
 export function statusOf(err: unknown): number {
   if (isDfeError(err)) return ERRORS[err.code].httpStatus;

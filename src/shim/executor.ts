@@ -17,7 +17,7 @@ import { servedValue } from './value.js';
  * refreshes the cache when it lands.
  */
 export interface ExecutorOptions {
-  /** Read at every query start, so a swapped client is picked up. */
+  /** The client every flight runs on, and what to do after a failed query (the backend seam). */
   readonly clickhouse: Pick<ClickHouseHandle, 'client' | 'afterQueryError'>;
   readonly clock: Clock;
   readonly logger: Logger;

@@ -23,7 +23,7 @@ export interface RunningShim {
   readonly catalogue: CatalogueStore;
   /** The logger it writes to (given, or made from config with the API-key redaction paths). */
   readonly logger: Logger;
-  /** Stops serving, then closes the ClickHouse client if startShim opened it. */
+  /** Stops serving (in-flight answers finish), stops the catalogue reloads, then closes ClickHouse if startShim opened it. */
   close(): Promise<void>;
 }
 
