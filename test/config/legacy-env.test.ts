@@ -61,3 +61,37 @@ describe('legacy CLICKHOUSE_* names', () => {
     }
   });
 });
+
+describe('renamed settings and their old names', () => {
+  it('DFE_HUNT_SMOOTHING is observe by default; the old boolean reads true as on and false as off, with a notice', () => {
+    expect(loadConfig({}).runner.smoothing.mode).toBe('observe');
+    expect(loadConfig({}).notices).toEqual([]);
+    const on = loadConfig({ DFE_HUNT_SMOOTHING_ENABLED: 'true' });
+    expect(on.runner.smoothing.mode).toBe('on');
+    expect(on.notices).toEqual(['read DFE_HUNT_SMOOTHING_ENABLED as a fallback for DFE_HUNT_SMOOTHING; rename it']);
+    expect(loadConfig({ DFE_HUNT_SMOOTHING_ENABLED: 'false' }).runner.smoothing.mode).toBe('off');
+    expect(loadConfig({ DFE_HUNT_SMOOTHING_ENABLED: 'false', DFE_HUNT_SMOOTHING: 'observe' }).runner.smoothing.mode).toBe('observe');
+    expect(() => loadConfig({ DFE_HUNT_SMOOTHING_ENABLED: 'maybe' })).toThrow(/^invalid DFE_HUNT_SMOOTHING_ENABLED \(fallback for DFE_HUNT_SMOOTHING\)="maybe"/);
+    expect(() => loadConfig({ DFE_HUNT_SMOOTHING: 'yes' })).toThrow(/^invalid DFE_HUNT_SMOOTHING="yes": must be off, observe or on/);
+  });
+
+  it('DFE_HUNTS_PHASE_SPREAD_FRACTION, with DFE_ENGINE_HUNTS_PHASE_SPREAD_FRACTION as its fallback', () => {
+    expect(loadConfig({ DFE_HUNTS_PHASE_SPREAD_FRACTION: '0.5' }).runner.spreadFraction).toBe(0.5);
+    const old = loadConfig({ DFE_ENGINE_HUNTS_PHASE_SPREAD_FRACTION: '0.6' });
+    expect(old.runner.spreadFraction).toBe(0.6);
+    expect(old.notices).toEqual(['read DFE_ENGINE_HUNTS_PHASE_SPREAD_FRACTION as a fallback for DFE_HUNTS_PHASE_SPREAD_FRACTION; rename it']);
+    expect(loadConfig({ DFE_ENGINE_HUNTS_PHASE_SPREAD_FRACTION: '0.6', DFE_HUNTS_PHASE_SPREAD_FRACTION: '0.7' }).runner.spreadFraction).toBe(0.7);
+  });
+
+  it('the runner metrics host has an env twin and a flag; the flag wins', () => {
+    expect(loadConfig({}).runner.metricsHost).toBe('0.0.0.0');
+    expect(loadConfig({ DFE_HUNT_RUNNER_METRICS_HOST: '127.0.0.1' }).runner.metricsHost).toBe('127.0.0.1');
+    expect(loadConfig({ DFE_HUNT_RUNNER_METRICS_HOST: '127.0.0.1' }, { 'metrics-host': '::1' }).runner.metricsHost).toBe('::1');
+  });
+
+  it('an auth mode without its secret files is refused by the loader, naming the key', () => {
+    expect(() => loadConfig({ DFE_KEDA_SHIM_AUTH_MODE: 'basic', DFE_KEDA_SHIM_AUTH_USERNAME_FILE: '/u' })).toThrow('DFE_KEDA_SHIM_AUTH_MODE=basic needs DFE_KEDA_SHIM_AUTH_PASSWORD_FILE');
+    expect(() => loadConfig({ DFE_KEDA_SHIM_AUTH_MODE: 'apiKey' })).toThrow('DFE_KEDA_SHIM_AUTH_MODE=apiKey needs DFE_KEDA_SHIM_AUTH_TOKEN_FILE');
+    expect(loadConfig({ DFE_KEDA_SHIM_AUTH_MODE: 'bearer', DFE_KEDA_SHIM_AUTH_TOKEN_FILE: '/t' }).shim.auth.tokenFile).toBe('/t');
+  });
+});
