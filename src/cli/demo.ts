@@ -4,17 +4,19 @@
  * stop waits up to 15 s; only the first SIGINT/SIGTERM counts (see
  * `ignoreRepeatedStop` in shell.ts: npm delivers Ctrl-C twice).
  */
-import { demoConfig, startDemo } from '../demo/program.js';
-import { exitWhenDone, launch } from './shell.js';
+import { demoConfig, startDemo, type RunningDemo } from '../demo/program.js';
+import { exitWhenDone, invokedDirectly, launch } from './shell.js';
 
 const failure = { prefix: 'dfe demo: ' };
 
-exitWhenDone(
-  launch({
+/** Runs the demo. Resolves with it running, or the exit code when it will not start. */
+export function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningDemo | number> {
+  return launch({
     failure,
-    configure: () => demoConfig(),
+    configure: () => demoConfig(env),
     start: startDemo,
     signals: (demo) => ({ logger: demo.logger, graceMs: 15_000, stoppingMessage: 'shutting down', ignoreRepeatedStop: true }),
-  }),
-  failure,
-);
+  });
+}
+
+if (invokedDirectly(import.meta.url)) exitWhenDone(main(), failure);
