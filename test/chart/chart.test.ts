@@ -226,6 +226,10 @@ describe.skipIf(skip)('helm chart', () => {
       DFE_HUNT_AUTODISABLE_MEM_CRASHLOOP: 'off',
       DFE_HUNT_AUTODISABLE_MAX_P95_DURATION_MS: '600000',
     });
+    // Values written for the old boolean keep their meaning: rendered as the old variable, which the runner maps (false = off).
+    const legacy = envOf(container(one(helmTemplate({ ...CH, huntRunner: { smoothing: { enabled: false } } }).manifests, 'Deployment', '-hunt-runner'), 'hunt-runner'));
+    expect(legacy.DFE_HUNT_SMOOTHING_ENABLED).toBe('false');
+    expect(legacy.DFE_HUNT_SMOOTHING).toBeUndefined();
   });
 
   it('shim PDB: minAvailable 1 of 2 pods by default; none for a single pod, whose PDB would block every node drain', () => {
