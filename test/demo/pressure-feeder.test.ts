@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { DEMO_PRESSURE_SERVICES, feederPoints, startPressureFeeder } from '../../src/demo/pressure-feeder.js';
-import { openGaugeFixture, type GaugeFixture } from '../pressure/gauge-fixture.js';
+import { openGaugeFixture, type GaugeFixture } from '../helpers/gauge-fixture.js';
 
 describe('feederPoints (pure)', () => {
   it('writes one in-band point per pod, as an OTLP push names the pod', () => {

@@ -5,7 +5,7 @@ import { loadCatalogue } from '../../src/catalogue/load.js';
 import type { CompiledQuery } from '../../src/catalogue/types.js';
 import { PRESSURE_MAX, PRESSURE_MIN, PRESSURE_WINDOW_SECONDS, renderPressureSql } from '../../src/pressure/rule.js';
 import { queryRows } from '../helpers/clickhouse.js';
-import { agedNs, openGaugeFixture, otlpPoint, type GaugeFixture } from './gauge-fixture.js';
+import { agedNs, openGaugeFixture, otlpPoint, type GaugeFixture } from '../helpers/gauge-fixture.js';
 import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
 
 /**

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../helpers/clickhouse.js';
-import { agedNs, openGaugeFixture, otlpPoint, scrapePoint, type GaugeFixture } from './gauge-fixture.js';
+import { agedNs, openGaugeFixture, otlpPoint, scrapePoint, type GaugeFixture } from '../helpers/gauge-fixture.js';
 
 /**
  * docs/pressure.md#the-rule on the real engine, with rows shaped as an OTLP push and as a

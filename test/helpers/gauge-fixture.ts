@@ -1,7 +1,7 @@
 import { quoteDatabase } from '../../src/clickhouse/identifiers.js';
 import { createOtelGaugeTable, insertGaugePoints, type GaugePoint } from '../../src/pressure/otel-table.js';
 import { pressureQueryParams, renderPressureSql } from '../../src/pressure/rule.js';
-import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
+import { openTestDatabase, queryRows, type TestDatabase } from './clickhouse.js';
 
 /**
  * A real engine with the exporter's gauge table, and writers that shape rows
