@@ -37,12 +37,12 @@ function digest(text: string): Buffer {
   return createHash('sha256').update(text, 'utf8').digest();
 }
 
-export function constantTimeEqual(given: string, expected: string): boolean {
+function constantTimeEqual(given: string, expected: string): boolean {
   return timingSafeEqual(digest(given), digest(expected));
 }
 
 /** A mounted secret's content as compared: only trailing line endings are dropped. */
-export function secretText(content: string): string {
+function secretText(content: string): string {
   return content.replace(/(?:\r?\n)+$/, '');
 }
 

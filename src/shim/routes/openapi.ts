@@ -34,7 +34,7 @@ function securityOf(ctx: ShimContext): { schemes: Security; requirement: Record<
   }
 }
 
-export function openApiDocument(catalogue: Catalogue, ctx: ShimContext): Record<string, unknown> {
+function openApiDocument(catalogue: Catalogue, ctx: ShimContext): Record<string, unknown> {
   const security = securityOf(ctx);
   const paths: Record<string, unknown> = {};
   for (const query of [...catalogue.queries.values()].sort((a, b) => a.name.localeCompare(b.name))) {
