@@ -155,10 +155,10 @@ describe('the smoothing controller', () => {
     );
   }, 120_000);
 
-  it('with smoothing off (the default) nothing moves and no planner runs', async () => {
+  it('with smoothing off nothing moves and no planner runs', async () => {
     const off = tempHuntsDir();
     off.write('plain', huntYaml(db.database, 'plain', false));
-    const config = runnerConfig(db, off.dir, { DFE_HUNT_RUNNER_POLL_SECONDS: '0.5' });
+    const config = runnerConfig(db, off.dir, { DFE_HUNT_RUNNER_POLL_SECONDS: '0.5', DFE_HUNT_SMOOTHING: 'off' });
     const runner = await startRunner({ handle: db.handle, config, runnerId: 'off', loop: false });
     const before = (await readScheduleEntries(db.handle.client, db.database, SETTINGS)).find((e) => e.huntId === 'plain');
     for (let i = 0; i < 3; i += 1) {
