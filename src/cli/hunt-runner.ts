@@ -194,6 +194,10 @@ export async function main(argv: string[]): Promise<Running | number> {
   if (command === 'run') return launch(runProgram(flags, failure));
   try {
     const config = loadConfig(process.env, stringFlags(flags));
+    if (config.notices.length > 0) {
+      const log = stderrLogger(config);
+      for (const notice of config.notices) log.warn(notice);
+    }
     const commandFn = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
     if (commandFn === undefined) throw new DfeError('USAGE', `unknown command ${JSON.stringify(command)}`);
     await commandFn(config, parsed);
