@@ -4,9 +4,9 @@ import { pino } from 'pino';
 import { loadConfig, type AppConfig } from '../config/load.js';
 import { DfeError } from '../errors.js';
 import { createLogger, loggerOptions, type Logger } from '../log.js';
-import { applySchemaNow, dueNow, enableHuntNow, materialiseHunts, requestRunNow, schemaStatements } from '../runner/operations.js';
+import { applySchemaNow, dueNow, materialiseHunts, requestRunNow, schemaStatements } from '../runner/operations.js';
 import { startHuntRunner, type HuntRunnerProcess } from '../runner/start.js';
-import { SMOOTHING_VERBS, smoothingCommand, type SmoothingVerb } from '../smoothing/control/operator.js';
+import { enableHuntNow, SMOOTHING_VERBS, smoothingCommand, type SmoothingVerb } from '../smoothing/control/operator.js';
 import { exitWhenDone, invokedDirectly, launch, reportFailure, type FailureStyle, type Program, type Running } from './shell.js';
 
 const USAGE = `Usage: dfe-hunt-runner <command> [options]

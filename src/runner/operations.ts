@@ -7,10 +7,9 @@ import { withCoordination } from '../coordination/open.js';
 import { schemaDdl } from '../coordination/tables.js';
 import { applySchema } from '../coordination/topology.js';
 import { loadHuntsDir, logHuntSet } from '../schedule/hunt-files.js';
-import { enableHunt, readDisabled, type DisabledHunt } from '../smoothing/store/hunt-state.js';
 
 /**
- * The one-shot commands of `dfe-hunt-runner` (docs/operations.md), each one
+ * The one-shot commands of `dfe-hunt-runner` that are the runner's (docs/runner.md#cli), each one
  * function that opens ClickHouse, does its job and closes; the CLI prints.
  */
 
@@ -55,16 +54,5 @@ export function requestRunNow(config: AppConfig, huntId: string): Promise<number
       });
     }
     return new Coordinator(handle.client, database, settings).requestRun(huntId);
-  });
-}
-
-/** Lifts an auto-disable; returns what was lifted, or null when the hunt was not disabled. */
-export function enableHuntNow(config: AppConfig, huntId: string): Promise<DisabledHunt | null> {
-  const database = config.clickhouse.dataDatabase;
-  return withCoordination(config, async ({ handle, settings }) => {
-    const was = (await readDisabled(handle.client, database, settings)).find((d) => d.huntId === huntId);
-    if (!was) return null;
-    await enableHunt(handle.client, database, settings, huntId);
-    return was;
   });
 }

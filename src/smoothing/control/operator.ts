@@ -16,6 +16,7 @@ import { planReport } from '../plan-report.js';
 import { planCycles } from '../planner.js';
 import { renderCurve } from '../render.js';
 import { writeScheduleMove } from '../store/fleet.js';
+import { enableHunt, readDisabled, type DisabledHunt } from '../store/hunt-state.js';
 import { PlanningReader, type PlanningInput } from './planning.js';
 
 /**
@@ -23,7 +24,7 @@ import { PlanningReader, type PlanningInput } from './planning.js';
  * "Rolling it out"). `plan` writes nothing; `apply` writes the planned moves as
  * learned offsets; `status` shows the schedule, the cost model and its source;
  * `export` writes settled learned offsets into the hunt files. Each returns the
- * text to print; the CLI prints it.
+ * text to print; the CLI prints it. And `enable`, which lifts an auto-disable.
  */
 export const SMOOTHING_VERBS = ['plan', 'apply', 'status', 'export'] as const;
 export type SmoothingVerb = (typeof SMOOTHING_VERBS)[number];
@@ -248,4 +249,15 @@ async function exportCommand(ctx: Context): Promise<void> {
     ctx.out(`${file}: schedule.phase_offset = ${e.phaseOffset}\n`);
   }
   ctx.out(`exported ${written} settled offset(s) of ${settled.length} settled hunt(s) into ${ctx.huntsDir}${missing.length ? ` (no file for: ${missing.join(', ')})` : ''}\n`);
+}
+
+/** `enable <hunt>`: lifts an auto-disable; returns what was lifted, or null when the hunt was not disabled. */
+export function enableHuntNow(config: AppConfig, huntId: string): Promise<DisabledHunt | null> {
+  const database = config.clickhouse.dataDatabase;
+  return withCoordination(config, async ({ handle, settings }) => {
+    const was = (await readDisabled(handle.client, database, settings)).find((d) => d.huntId === huntId);
+    if (!was) return null;
+    await enableHunt(handle.client, database, settings, huntId);
+    return was;
+  });
 }
