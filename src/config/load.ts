@@ -92,6 +92,8 @@ export interface RunnerConfig {
   readonly leaseSeconds: number;
   readonly settleMs: number;
   readonly runnerId: string | undefined;
+  /** Longest window a run covers after an outage (docs/hunts.md#catch-up); a hunt file's `max_catchup` replaces it. */
+  readonly maxCatchupSeconds: number;
   readonly smoothing: SmoothingConfig;
   readonly autoDisable: AutoDisableConfig;
 }
@@ -275,6 +277,7 @@ function build(e: ParsedEnv): AppConfig {
       leaseSeconds: e.DFE_HUNT_RUNNER_LEASE_SECONDS,
       settleMs: e.DFE_HUNT_RUNNER_SETTLE_MS,
       runnerId: e.DFE_HUNT_RUNNER_ID,
+      maxCatchupSeconds: e.DFE_HUNT_MAX_CATCHUP_SECONDS,
       smoothing: {
         enabled: e.DFE_HUNT_SMOOTHING_ENABLED,
         cycleSeconds: e.DFE_HUNT_SMOOTHING_CYCLE_SECONDS,

@@ -246,7 +246,8 @@ export class Runner {
     };
     const escalation = this.escalation;
     const onRunFinished = async (run: FinishedRun) => escalation?.afterRun(run.huntId, run.cost.errorCode);
-    const ctx = { runnerId, coord, sessions, timing, clock, metrics, log, events, signal: this.abort.signal, onRunStart, onRunFinished };
+    const maxCatchupSeconds = this.deps.settings.maxCatchupSeconds;
+    const ctx = { runnerId, coord, sessions, timing, clock, metrics, log, events, signal: this.abort.signal, maxCatchupSeconds, onRunStart, onRunFinished };
     const runs = claimAndRun(ctx, batch);
     for (const planned of batch) {
       const huntId = planned.spec.huntId;
