@@ -9,6 +9,7 @@ export default defineConfig({
   test: {
     include: [
       'test/schedule/**/*.test.ts',
+      'test/model/claims/**/*.test.ts',
       'test/smoothing/{curve,planner,report}.test.ts',
       'test/coordination/{pure-decisions,quorum-retry}.test.ts',
       'test/catalogue/{load,merge,merge-binds,store,validation}.test.ts',
