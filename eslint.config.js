@@ -54,6 +54,16 @@ const noChdbElsewhere = {
   files: ['src/cli/**/*.ts', 'src/*.ts'],
   rules: { 'no-restricted-imports': ['error', { patterns: [CHDB] }] },
 };
+/** The claims model is pure (the unit lane runs it): vitest and its own files only, no engine, no I/O. */
+const pureClaimsModel = {
+  files: ['test/model/claims/**/*.ts'],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      { patterns: [{ regex: '^(?!vitest$|\\./)', message: 'test/model/claims/ is pure: it imports vitest and its own files only' }] },
+    ],
+  },
+};
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.dfe/**', 'charts/**'] },
@@ -69,4 +79,5 @@ export default tseslint.config(
   { files: ['src/**/*.ts'], ignores: ['src/clickhouse/**'], rules: { 'no-restricted-syntax': ['error', NO_ONLY, NO_DYNAMIC_CHDB] } },
   ...layering,
   noChdbElsewhere,
+  pureClaimsModel,
 );

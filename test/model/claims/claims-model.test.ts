@@ -41,6 +41,7 @@ const KEEPER: KeeperScope = {
   ambiguous: 1,
   failures: 1,
   planDelay: 5,
+  takeover: true,
 };
 
 const sizes: string[] = [];
@@ -94,6 +95,7 @@ describe('table protocol (settle, read-back, tie rule, leases)', { timeout: 180_
 
   it('the strict settle boundary holds without the margin; accepting an ack at exactly settle gives two winners', () => {
     expectHolds(search('table, strict boundary, no margin', tableProtocol({ ...TABLE, margin: 0 })));
+    expectHolds(search('table, ack at settle accepted, with the margin', tableProtocol({ ...TABLE, strict: false })));
     const loose = search('table, ack at settle accepted, no margin', tableProtocol({ ...TABLE, margin: 0, strict: false }));
     expect(loose.violation?.invariant).toMatch(/one run at a time/);
     expect(loose.violation?.trace.some((l) => l.endsWith(`ack after ${TABLE.settle}`))).toBe(true);
@@ -144,6 +146,13 @@ describe('Keeper mode (strict inserts of the lease and the fire record, token-co
     expectHolds(search('keeper, exactly once, crashes after claim/watermark', keeperProtocol({ ...KEEPER, crashes: ['after-claim', 'after-watermark'] }), [...invariants, exactlyOnce]));
     const rerun = search('keeper, exactly once, a crash after the output', keeperProtocol({ ...KEEPER, crashes: ['after-output'] }), [exactlyOnce]);
     expect(rerun.violation?.trace.some((l) => l.endsWith('crash after-output'))).toBe(true);
+  });
+
+  it('liveness rests on the takeover: without the cleanup of an expired lease a crashed run blocks the fire for good', () => {
+    const blocked = search('keeper, expired leases never cleaned', keeperProtocol({ ...KEEPER, takeover: false }));
+    expect(blocked.violation).toBeUndefined();
+    expect(blocked.stuck?.count).toBeGreaterThan(0);
+    expect(blocked.stuck?.trace.some((l) => l.includes('crash'))).toBe(true);
   });
 
   it('needs no timing but the lease: a run that outlives it runs twice', () => {

@@ -23,6 +23,8 @@ export interface KeeperScope extends CommonScope {
   readonly failures: number;
   /** Ticks a planned claim may wait between the tick's due query and its insert. */
   readonly planDelay: number;
+  /** false: an expired lease is never cleaned up (to show that liveness rests on the takeover). */
+  readonly takeover: boolean;
 }
 
 type Pc = 'idle' | 'planned' | 'ambiguous' | 'inspect' | 'clean-lease' | 'clean-record' | 'retry' | 'won' | RunPhase | 'done' | 'crashed';
@@ -135,6 +137,7 @@ export function keeperProtocol(scope: KeeperScope): TransitionSystem<KeeperState
         break;
       case 'inspect':
         if (s.lease && s.lease.until > t) lost('inspect: live lease, lost');
+        else if (s.lease && !scope.takeover) lost('inspect: expired lease, left alone');
         else if (s.lease) after('inspect: expired lease', with_(s, i, { ...r, pc: 'clean-lease', a: s.lease.owner * 1000 + s.lease.n }));
         else if (s.record && wmSeen(s)) lost('inspect: record and watermark, the fire ran');
         else if (s.record) after('inspect: record without watermark', with_(s, i, { ...r, pc: 'clean-record', a: s.record.owner * 1000 + s.record.n }));
@@ -214,7 +217,7 @@ export function keeperProtocol(scope: KeeperScope): TransitionSystem<KeeperState
         if (r.pc === 'idle') return Math.max(r.a - s.t, 0);
         if (r.pc === 'planned') return Math.max(r.a - s.t, -scope.planDelay);
         if (r.pc === 'running' || r.pc === 'output') return Math.max(r.a - s.t, -scope.runTime);
-        return cleaning(r);
+        return r.pc === 'clean-lease' || r.pc === 'clean-record' ? cleaning(r) : 0;
       };
       return JSON.stringify([
         s.lease && [s.lease.owner, name(s.lease.owner, s.lease.n), s.lease.until > s.t ? s.lease.until - s.t : 'x'],
