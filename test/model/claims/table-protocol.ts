@@ -214,11 +214,14 @@ export function tableProtocol(scope: TableScope): TransitionSystem<TableState> {
       ]),
     next(s) {
       const steps = s.runners.flatMap((_, i) => runnerSteps(s, i));
-      // A background merge keeps one row per hunt; of two tied on `claimed`, either may survive.
-      const [top, second] = seen(s.rows, s.t);
+      // A background merge keeps one visible row per hunt, the newest; of rows tied on `claimed`,
+      // any may survive. (Untied, a merge changes no read: only the newest row and a tie count.)
+      const visible = seen(s.rows, s.t);
+      const [top, second] = visible;
       if (top && second && top.claimed === second.claimed) {
-        for (const gone of [top, second]) {
-          steps.push({ label: `t${s.t} merge keeps r${gone === top ? second.owner : top.owner}'s tied row`, state: { ...s, rows: s.rows.filter((r) => r !== gone) } });
+        for (const keep of visible.filter((r) => r.claimed === top.claimed)) {
+          const rows = s.rows.filter((r) => r === keep || r.visible >= s.t);
+          steps.push({ label: `t${s.t} merge keeps r${keep.owner}'s tied row`, state: { ...s, rows: prune(rows, s.t) } });
         }
       }
       if (!s.runners.some((r) => urgent(s, r))) {
