@@ -7,6 +7,10 @@ import type { Invariant } from './search.js';
  * when no runner has a step due now (a poll deadline, a wake-up, the next step of
  * a run), so every runner keeps polling and a run takes no time unless it stalls.
  */
+/**
+ * `after-claim`: won, nothing run yet; `after-output`: the output INSERT is done and the
+ * watermark not (the "before watermark" point); `after-watermark`: done, not released.
+ */
 export type CrashPoint = 'after-claim' | 'after-output' | 'after-watermark';
 
 export interface CommonScope {
