@@ -74,7 +74,7 @@ const exactlyOnce: Invariant<Observed> = { name: 'the output is written at most 
 const has = (kinds: readonly string[], pattern: RegExp) => expect(kinds.some((k) => pattern.test(k)), String(pattern)).toBe(true);
 
 describe('table protocol (settle, read-back, tie rule, leases)', { timeout: 180_000 }, () => {
-  it('2 runners, a crash at any of the three points: one run at a time, and the fire always runs', () => {
+  it('2 runners, a crash at any of the three points: one run at a time, and the fire can always still run', () => {
     const result = search('table, 2 runners, crashes after claim/output/watermark', tableProtocol(TABLE));
     expectHolds(result);
     // The model reaches what the protocol has to handle, not only the happy path.
@@ -119,7 +119,7 @@ describe('table protocol (settle, read-back, tie rule, leases)', { timeout: 180_
 });
 
 describe('Keeper mode (strict inserts of the lease and the fire record, token-conditional cleanup)', { timeout: 180_000 }, () => {
-  it('2 runners, crashes, an ambiguous insert and a failed run: one run at a time, and the fire always runs', () => {
+  it('2 runners, crashes, an ambiguous insert and a failed run: one run at a time, and the fire can always still run', () => {
     const result = search('keeper, 2 runners, crashes, 1 ambiguous insert, 1 failed run', keeperProtocol(KEEPER));
     expectHolds(result);
     for (const kind of [
