@@ -58,8 +58,9 @@ function search<S extends Observed>(name: string, system: TransitionSystem<S>, c
       return steps;
     },
   };
-  const result: Exploration<S> = explore<S>(recording, { invariants: checks, goal: fireDone });
-  const verdict = result.violation ? `counterexample (${result.violation.invariant})` : result.stuck ? `${result.stuck.count} stuck states` : 'holds';
+  const result: Exploration<S> = explore<S>(recording, { invariants: checks, goal: fireDone, isTick: (label) => label.startsWith('time ') });
+  const recovery = result.recoveryTicks === undefined ? '' : `, fire runnable within ${result.recoveryTicks} ticks from any state`;
+  const verdict = result.violation ? `counterexample (${result.violation.invariant})` : result.stuck ? `${result.stuck.count} stuck states` : `holds${recovery}`;
   sizes.push(`  ${name}: ${result.states.toLocaleString('en')} states, ${result.transitions.toLocaleString('en')} transitions — ${verdict}`);
   return { ...result, kinds: [...kinds] };
 }
@@ -77,6 +78,9 @@ describe('table protocol (settle, read-back, tie rule, leases)', { timeout: 180_
   it('2 runners, a crash at any of the three points: one run at a time, and the fire can always still run', () => {
     const result = search('table, 2 runners, crashes after claim/output/watermark', tableProtocol(TABLE));
     expectHolds(result);
+    // Whatever happened (a crash holding the lease, a late claim, a tie), the fire can run within
+    // a lease and one claim's wait: the cost of those is delay, bounded.
+    expect(result.recoveryTicks).toBeLessThanOrEqual(TABLE.lease + TABLE.settle + TABLE.margin);
     // The model reaches what the protocol has to handle, not only the happy path.
     for (const kind of [/\(tie\)/, /\(late\)/, /read-back: lost \(tie\)/, /already run/, /merge keeps/, /crash after-claim/, /crash after-output/, /crash after-watermark/, /live lease, lost/]) {
       has(result.kinds, kind);
@@ -122,6 +126,8 @@ describe('Keeper mode (strict inserts of the lease and the fire record, token-co
   it('2 runners, crashes, an ambiguous insert and a failed run: one run at a time, and the fire can always still run', () => {
     const result = search('keeper, 2 runners, crashes, 1 ambiguous insert, 1 failed run', keeperProtocol(KEEPER));
     expectHolds(result);
+    // No settle wait: at worst a crashed run's lease has to expire.
+    expect(result.recoveryTicks).toBeLessThanOrEqual(KEEPER.lease);
     for (const kind of [
       /Node exists$/,
       /inspect: live lease, lost/,

@@ -30,6 +30,11 @@ export interface Exploration<S> {
    * `mustReach` selects, with a shortest trace to the first one. Computed only without a violation.
    */
   readonly stuck: { readonly count: number; readonly trace: readonly string[]; readonly state: S } | undefined;
+  /**
+   * The worst case over reachable states of the fewest ticks to the goal on the best schedule:
+   * how long the protocol can be kept from the goal by what already happened. Only when nothing is stuck.
+   */
+  readonly recoveryTicks: number | undefined;
 }
 
 export interface SearchOptions<S> {
@@ -39,6 +44,8 @@ export interface SearchOptions<S> {
   readonly mustReach?: (state: S) => boolean;
   /** A safety net, not a scope: the search fails loudly past this many states. */
   readonly maxStates?: number;
+  /** Steps that let time pass (one tick each), for `recoveryTicks`. */
+  readonly isTick?: (label: string) => boolean;
 }
 
 export function explore<S>(system: TransitionSystem<S>, options: SearchOptions<S>): Exploration<S> {
@@ -48,6 +55,7 @@ export function explore<S>(system: TransitionSystem<S>, options: SearchOptions<S
   const parent: number[] = [];
   const via: string[] = [];
   const successors: number[][] = [];
+  const ticks: boolean[][] = [];
   let transitions = 0;
   const add = (state: S, from: number, label: string): number => {
     const key = system.key(state);
@@ -60,6 +68,7 @@ export function explore<S>(system: TransitionSystem<S>, options: SearchOptions<S
     parent.push(from);
     via.push(label);
     successors.push([]);
+    ticks.push([]);
     return id;
   };
   const trace = (id: number): string[] => {
@@ -71,13 +80,46 @@ export function explore<S>(system: TransitionSystem<S>, options: SearchOptions<S
   for (let id = 0; id < states.length; id += 1) {
     const state = states[id] as S;
     const broken = options.invariants.find((inv) => !inv.holds(state));
-    if (broken) return { states: states.length, transitions, violation: { invariant: broken.name, trace: trace(id), state }, stuck: undefined };
+    if (broken) return { states: states.length, transitions, violation: { invariant: broken.name, trace: trace(id), state }, stuck: undefined, recoveryTicks: undefined };
     for (const step of system.next(state)) {
       transitions += 1;
       (successors[id] as number[]).push(add(step.state, id, step.label));
+      (ticks[id] as boolean[]).push(options.isTick?.(step.label) ?? false);
     }
   }
-  return { states: states.length, transitions, violation: undefined, stuck: stuckStates(states, successors, options, trace) };
+  const stuck = stuckStates(states, successors, options, trace);
+  const recoveryTicks = stuck === undefined && options.goal && options.isTick ? worstRecovery(states, successors, ticks, options.goal) : undefined;
+  return { states: states.length, transitions, violation: undefined, stuck, recoveryTicks };
+}
+
+/** 0-1 breadth-first search backwards from the goal states: a tick costs 1, any other step 0. */
+function worstRecovery<S>(states: S[], successors: number[][], ticks: boolean[][], goal: (s: S) => boolean): number {
+  const predecessors: Array<Array<[number, boolean]>> = states.map(() => []);
+  successors.forEach((next, from) => next.forEach((to, k) => predecessors[to]?.push([from, ticks[from]?.[k] ?? false])));
+  const dist = new Array<number>(states.length).fill(Number.POSITIVE_INFINITY);
+  const deque: number[] = [];
+  states.forEach((s, id) => {
+    if (goal(s)) {
+      dist[id] = 0;
+      deque.push(id);
+    }
+  });
+  // A plain array as a deque: zero-cost steps go to the front, ticks to the back.
+  let head = 0;
+  const front: number[] = [];
+  while (front.length > 0 || head < deque.length) {
+    const id = front.length > 0 ? (front.pop() as number) : (deque[head++] as number);
+    const d = dist[id] as number;
+    for (const [from, tick] of predecessors[id] ?? []) {
+      const nd = d + (tick ? 1 : 0);
+      if (nd < (dist[from] as number)) {
+        dist[from] = nd;
+        if (tick) deque.push(from);
+        else front.push(from);
+      }
+    }
+  }
+  return dist.reduce((worst, d) => (Number.isFinite(d) && d > worst ? d : worst), 0);
 }
 
 /** States that cannot reach the goal: the complement of backward reachability from the goal states. */
