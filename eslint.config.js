@@ -97,6 +97,16 @@ const pureRule = {
     ],
   },
 };
+/** The claims model is pure (the unit lane runs it): vitest and its own files only, no engine, no I/O. */
+const pureClaimsModel = {
+  files: ['test/model/claims/**/*.ts'],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      { patterns: [{ regex: '^(?!vitest$|\\./)', message: 'test/model/claims/ is pure: it imports vitest and its own files only' }] },
+    ],
+  },
+};
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.dfe/**', 'charts/**'] },
@@ -114,4 +124,5 @@ export default tseslint.config(
   cliRule,
   rootRule,
   pureRule,
+  pureClaimsModel,
 );

@@ -97,6 +97,8 @@ export interface RunnerConfig {
   readonly leaseSeconds: number;
   readonly settleMs: number;
   readonly runnerId: string | undefined;
+  /** Longest window a run covers after an outage (docs/hunts.md#catch-up); a hunt file's `max_catchup` replaces it. */
+  readonly maxCatchupSeconds: number;
   readonly smoothing: SmoothingConfig;
   readonly autoDisable: AutoDisableConfig;
 }
@@ -316,6 +318,7 @@ function build(e: ParsedEnv, notices: readonly string[]): AppConfig {
       leaseSeconds: e.DFE_HUNT_RUNNER_LEASE_SECONDS,
       settleMs: e.DFE_HUNT_RUNNER_SETTLE_MS,
       runnerId: e.DFE_HUNT_RUNNER_ID,
+      maxCatchupSeconds: e.DFE_HUNT_MAX_CATCHUP_SECONDS,
       smoothing: {
         mode: e.DFE_HUNT_SMOOTHING,
         cycleSeconds: e.DFE_HUNT_SMOOTHING_CYCLE_SECONDS,

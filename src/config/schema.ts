@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseSecondsOrDuration } from './duration.js';
 
 /**
  * Every setting, its default and its unit, defined once. Env first, CLI flags
@@ -60,6 +61,19 @@ const fraction = z
   .trim()
   .transform(Number)
   .refine((n) => Number.isFinite(n) && n > 0 && n <= 1, { message: 'must be a number in (0, 1]' });
+
+/** Whole seconds (`86400`) or a duration (`1d`, `12h`, `1d6h`), at least 1 s. */
+const secondsOrDuration = z
+  .string()
+  .trim()
+  .transform((v, ctx) => {
+    const seconds = parseSecondsOrDuration(v);
+    if (seconds === undefined) {
+      ctx.addIssue({ code: 'custom', message: 'must be whole seconds ≥ 1 or a duration such as 12h, 1d, 1d12h' });
+      return z.NEVER;
+    }
+    return seconds;
+  });
 
 /** `cpu,mem` weights of the pressure curve, each ≥ 0, summing to 1 (docs/smoothing.md). */
 const smoothingWeights = z
@@ -144,6 +158,8 @@ export const envSchema = z.object({
   DFE_HUNT_RUNNER_LEASE_SECONDS: positiveNumber.default(300),
   DFE_HUNT_RUNNER_SETTLE_MS: positiveNumber.default(750),
   DFE_HUNT_RUNNER_ID: z.string().trim().min(1).optional(),
+  /** The longest window a run catches up after an outage; older data is skipped, loudly (docs/hunts.md#catch-up). */
+  DFE_HUNT_MAX_CATCHUP_SECONDS: secondsOrDuration.default(86_400),
   // Load smoothing (docs/smoothing.md): observe by default (gauges, no moves); auto-disable is on by default.
   DFE_HUNT_SMOOTHING: z.enum(['off', 'observe', 'on'], { message: 'must be off, observe or on' }).default('observe'),
   DFE_HUNT_SMOOTHING_CYCLE_SECONDS: positiveNumber.default(300),

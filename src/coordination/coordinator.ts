@@ -6,6 +6,7 @@ import { withQuorumRetry } from './quorum-retry.js';
 import type { CoordinationSettings } from './topology.js';
 import { ServerTime } from './server-clock.js';
 import type { TickSnapshot } from '../schedule/plan.js';
+import type { RunWindow } from '../schedule/window.js';
 import { systemClock } from '../clock.js';
 import { DfeError } from '../errors.js';
 import { RUN_STATUS, TABLES } from './tables.js';
@@ -246,8 +247,11 @@ export class Coordinator {
     await this.insertRows(TABLES.watermark, ['hunt_id', 'watermark'], [{ hunt_id: huntId, watermark: fire }]);
   }
 
-  /** A run's row; a finished run also records what it cost and its ClickHouse error code (docs/smoothing.md). */
-  async runRow(huntId: string, fire: number, status: RunStatus, rowsWritten: number, cost?: RunRowCost): Promise<void> {
+  /**
+   * A run's row; a finished run also records what it cost and its ClickHouse error code (docs/smoothing.md),
+   * and the range its window left out by the catch-up bound (docs/hunts.md#catch-up).
+   */
+  async runRow(huntId: string, fire: number, status: RunStatus, rowsWritten: number, cost?: RunRowCost, skipped?: RunWindow): Promise<void> {
     const row = { hunt_id: huntId, fire, status, rows_written: rowsWritten };
     if (!cost) {
       await this.insertRows(TABLES.run, ['hunt_id', 'fire', 'status', 'rows_written'], [row]);
@@ -255,8 +259,18 @@ export class Coordinator {
     }
     await this.insertRows(
       TABLES.run,
-      ['hunt_id', 'fire', 'status', 'rows_written', 'duration_ms', 'cpu_us', 'memory_bytes', 'error_code'],
-      [{ ...row, duration_ms: cost.durationMs, cpu_us: cost.cpuUs, memory_bytes: cost.memoryBytes, error_code: cost.errorCode }],
+      ['hunt_id', 'fire', 'status', 'rows_written', 'duration_ms', 'cpu_us', 'memory_bytes', 'error_code', 'skipped_from', 'skipped_to'],
+      [
+        {
+          ...row,
+          duration_ms: cost.durationMs,
+          cpu_us: cost.cpuUs,
+          memory_bytes: cost.memoryBytes,
+          error_code: cost.errorCode,
+          skipped_from: skipped?.startSeconds ?? 0,
+          skipped_to: skipped?.endSeconds ?? 0,
+        },
+      ],
     );
   }
 

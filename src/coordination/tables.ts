@@ -129,6 +129,9 @@ export const TABLE_DEFS: readonly TableDef[] = Object.freeze([
       { name: 'cpu_us', type: 'Int64', default: '0' },
       { name: 'memory_bytes', type: 'Int64', default: '0' },
       { name: 'error_code', type: 'Int32', default: '0' },
+      // Bounded catch-up (docs/hunts.md#catch-up): the range this run left out, 0/0 when none.
+      { name: 'skipped_from', type: 'Int64', default: '0' },
+      { name: 'skipped_to', type: 'Int64', default: '0' },
     ],
     // The due query reads only `requested` rows; granules without one are skipped,
     // so reading hunt_run costs next to nothing when there are no requests.

@@ -7,7 +7,8 @@ import type { ClaimMetricOutcome, RunnerMetrics, RunOutcome } from './metrics.js
 import type { PlannedRun } from '../schedule/plan.js';
 import type { SessionPool, StatementSession } from '../clickhouse/sessions.js';
 import { RUN_STATUS } from '../coordination/tables.js';
-import { runWindow, type RunWindow } from '../schedule/window.js';
+import type { RunWindow } from '../schedule/window.js';
+import { boundedRunWindow, effectiveMaxCatchup } from '../schedule/catchup.js';
 
 /**
  * Planned fires, from claim to release (docs/runner.md#a-tick, steps 3–6). A failure is
@@ -19,7 +20,8 @@ export interface RunnerEvents {
   /** `plannedAt`: the ClickHouse clock (epoch seconds) of the tick that planned the claim. */
   claim?(event: { runnerId: string; huntId: string; fire: number; plannedAt: number; outcome: ClaimMetricOutcome }): void;
   statement?(event: { runnerId: string; huntId: string; fire: number; index: number }): void;
-  run?(event: { runnerId: string; huntId: string; fire: number; outcome: RunOutcome; window: RunWindow }): void;
+  /** `skipped`: the range the catch-up bound left out of `window`, if any. */
+  run?(event: { runnerId: string; huntId: string; fire: number; outcome: RunOutcome; window: RunWindow; skipped?: RunWindow }): void;
 }
 
 export interface TickRecord {
@@ -43,6 +45,8 @@ export interface FireContext {
   readonly log: Logger;
   readonly events: RunnerEvents;
   readonly signal: AbortSignal;
+  /** DFE_HUNT_MAX_CATCHUP_SECONDS; a hunt file's `max_catchup` replaces it (docs/hunts.md#catch-up). */
+  readonly maxCatchupSeconds: number;
   /** Called when a claim is won and its run starts (the runner tracks overruns from here). */
   readonly onRunStart?: (huntId: string) => void;
   /** Called after a finished run's rows are written (escalation: auto-disable, docs/smoothing.md). Must not throw. */
@@ -127,10 +131,24 @@ async function afterClaim(ctx: FireContext, planned: PlannedRun, claim: ClaimOut
     }
     claimed(ctx, planned, 'won');
     ctx.onRunStart?.(spec.huntId);
-    await runClaimedFire(ctx, planned, runWindow(fire, claim.watermark, planned.intervalSeconds), log);
+    const bound = effectiveMaxCatchup(planned.intervalSeconds, ctx.maxCatchupSeconds, spec.maxCatchupSeconds);
+    const { window, skipped } = boundedRunWindow(fire, claim.watermark, planned.intervalSeconds, bound);
+    if (skipped) catchupSkipped(ctx, log, spec.huntId, skipped, window, bound);
+    await runClaimedFire(ctx, planned, window, log, skipped);
   } catch (err) {
     if (!ctx.signal.aborted) log.warn({ err }, 'run could not start or finish; its lease expires on its own');
   }
+}
+
+/** docs/hunts.md#catch-up: never silent — a warning naming hunt and range, and a counter (the run row records it too). */
+function catchupSkipped(ctx: FireContext, log: Logger, huntId: string, skipped: RunWindow, window: RunWindow, bound: number): void {
+  const iso = (s: number) => new Date(s * 1000).toISOString();
+  ctx.metrics.catchupSkipped.inc({ hunt_id: huntId });
+  log.warn(
+    { skipped_from: skipped.startSeconds, skipped_to: skipped.endSeconds, max_catchup_seconds: bound },
+    `catch-up bounded: hunt ${huntId} skips [${iso(skipped.startSeconds)}, ${iso(skipped.endSeconds)}) ` +
+      `(${skipped.endSeconds - skipped.startSeconds} s older than max_catchup ${bound} s) and runs [${iso(window.startSeconds)}, ${iso(window.endSeconds)})`,
+  );
 }
 
 /**
@@ -139,7 +157,7 @@ async function afterClaim(ctx: FireContext, planned: PlannedRun, claim: ClaimOut
  * must not queue behind each other on one connection). Renewals go through the
  * runner's own connection, which never runs a long statement.
  */
-async function runClaimedFire(ctx: FireContext, planned: PlannedRun, window: RunWindow, log: Logger): Promise<void> {
+async function runClaimedFire(ctx: FireContext, planned: PlannedRun, window: RunWindow, log: Logger, skipped?: RunWindow): Promise<void> {
   const { spec, fire } = planned;
   const huntId = spec.huntId;
   ctx.metrics.fireLateness.observe(Math.max(0, planned.latenessSeconds));
@@ -181,7 +199,7 @@ async function runClaimedFire(ctx: FireContext, planned: PlannedRun, window: Run
     // Duration: the summaries' elapsed time where they carry it, else the wall time of the statements.
     const durationMs = Math.round(elapsedMs ?? statementsMs);
     const cost: RunRowCost = { durationMs, cpuUs: 0, memoryBytes, errorCode };
-    await coord.runRow(huntId, fire, outcome === 'succeeded' ? RUN_STATUS.succeeded : RUN_STATUS.failed, rowsWritten, cost);
+    await coord.runRow(huntId, fire, outcome === 'succeeded' ? RUN_STATUS.succeeded : RUN_STATUS.failed, rowsWritten, cost, skipped);
     finished = { huntId, fire, outcome, cost };
   } finally {
     await stopRenewal();
@@ -190,5 +208,5 @@ async function runClaimedFire(ctx: FireContext, planned: PlannedRun, window: Run
   if (finished && ctx.onRunFinished && !ctx.signal.aborted) await ctx.onRunFinished(finished);
   ctx.metrics.runs.inc({ hunt_id: huntId, outcome });
   ctx.metrics.runDuration.observe((ctx.clock.nowMs() - startedMs) / 1000);
-  ctx.events.run?.({ runnerId: ctx.runnerId, huntId, fire, outcome, window });
+  ctx.events.run?.({ runnerId: ctx.runnerId, huntId, fire, outcome, window, ...(skipped ? { skipped } : {}) });
 }

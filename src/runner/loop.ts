@@ -88,6 +88,8 @@ export class Runner {
     logHuntSet(this.deps.log, set);
     if (set.invalid.length > 0) this.deps.metrics.specErrors.inc(set.invalid.length);
     this.hunts = new Map(set.hunts.map((h) => [h.huntId, h]));
+    // Each hunt's series starts at 0, so an alert sees its first skip as an increase.
+    for (const huntId of this.hunts.keys()) this.deps.metrics.catchupSkipped.inc({ hunt_id: huntId }, 0);
     this.signature = set.signature;
     this.needsMaterialise = true;
   }
@@ -232,7 +234,8 @@ export class Runner {
     };
     const smoothing = this.smoothing;
     const onRunFinished = async (run: FinishedRun) => smoothing?.afterRun(run.huntId, run.cost.errorCode);
-    const ctx = { runnerId, coord, sessions, timing, clock, metrics, log, events, signal: this.abort.signal, onRunStart, onRunFinished };
+    const maxCatchupSeconds = this.deps.settings.maxCatchupSeconds;
+    const ctx = { runnerId, coord, sessions, timing, clock, metrics, log, events, signal: this.abort.signal, maxCatchupSeconds, onRunStart, onRunFinished };
     const runs = claimAndRun(ctx, batch);
     for (const planned of batch) {
       const huntId = planned.spec.huntId;

@@ -20,6 +20,7 @@ export interface RunnerMetrics {
   readonly tickDuration: Histogram;
   readonly fireLateness: Histogram;
   readonly specErrors: Counter;
+  readonly catchupSkipped: Counter<'hunt_id'>;
   readonly smoothing: SmoothingMetrics;
 }
 
@@ -136,6 +137,13 @@ export function createRunnerMetrics(registry = new Registry()): RunnerMetrics {
     specErrors: new Counter({
       name: 'dfe_hunt_spec_errors_total',
       help: 'Hunt definition files skipped as invalid, counted at each load.',
+      registers,
+    }),
+    // One series per hunt (bounded by the hunts directory); the ranges go to the log and hunt_run.
+    catchupSkipped: new Counter({
+      name: 'dfe_hunt_catchup_skipped_total',
+      help: 'Runs whose window was cut to max_catchup after an outage: older data was skipped (log and hunt_run.skipped_from/_to say which).',
+      labelNames: ['hunt_id'] as const,
       registers,
     }),
     smoothing: smoothingMetrics(registers),

@@ -2,6 +2,7 @@ import { basename, extname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { quoteColumn } from '../clickhouse/identifiers.js';
+import { parseSecondsOrDuration } from '../config/duration.js';
 import { describeError, isDfeError, showValue } from '../errors.js';
 import { parseCeilings, type HuntCeilings } from './ceilings.js';
 import { parseInterval } from './interval.js';
@@ -32,6 +33,8 @@ export interface HuntSpec {
   readonly settings: Readonly<Record<string, string | number | boolean>>;
   /** Per-hunt auto-disable ceilings on its p95 cost; each replaces the global one. */
   readonly ceilings: HuntCeilings;
+  /** `max_catchup` in seconds when the file sets it (≥ interval); replaces DFE_HUNT_MAX_CATCHUP_SECONDS. */
+  readonly maxCatchupSeconds: number | undefined;
 }
 
 export type HuntFileResult =
@@ -61,6 +64,7 @@ const fileSchema = z
       .record(z.string().regex(SETTING_NAME, { message: 'setting names are identifiers' }), z.union([z.string(), z.number(), z.boolean()]))
       .optional(),
     ceilings: z.unknown().optional(),
+    max_catchup: z.unknown().optional(),
   })
   .strict();
 
@@ -104,6 +108,14 @@ export function compileHuntFile(file: string, text: string, spreadFraction: numb
   if (pinned !== undefined && !(typeof pinned === 'number' && Number.isSafeInteger(pinned) && pinned >= 0 && pinned < interval.seconds)) {
     return invalid(file, 'schedule.phase_offset', `${showValue(pinned)} must be a whole number of seconds with 0 ≤ offset < interval (${interval.seconds})`);
   }
+  const maxCatchup = def.max_catchup === undefined ? undefined : parseSecondsOrDuration(def.max_catchup);
+  if (def.max_catchup !== undefined && (maxCatchup === undefined || maxCatchup < interval.seconds)) {
+    return invalid(
+      file,
+      'max_catchup',
+      `${showValue(def.max_catchup)} must be whole seconds or a duration such as 12h or 1d, at least the interval (${interval.seconds} s)`,
+    );
+  }
   const ceilings = parseCeilings(def.ceilings);
   if (ceilings.kind === 'invalid') return invalid(file, ceilings.key, ceilings.reason);
   for (const key of Object.keys(def.settings ?? {})) {
@@ -137,6 +149,7 @@ export function compileHuntFile(file: string, text: string, spreadFraction: numb
       windowColumn: def.window_column,
       settings: Object.freeze({ ...(def.settings ?? {}) }),
       ceilings: ceilings.ceilings,
+      maxCatchupSeconds: maxCatchup,
     }),
   };
 }

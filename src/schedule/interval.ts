@@ -1,5 +1,8 @@
 import { CronExpressionParser } from 'cron-parser';
+import { parseDuration } from '../config/duration.js';
 import { DfeError } from '../errors.js';
+
+export { parseDuration };
 
 /**
  * A hunt's `schedule.interval` (docs/hunts.md): whole seconds, a duration such as
@@ -10,8 +13,6 @@ export type IntervalParse =
   | { readonly kind: 'seconds'; readonly seconds: number }
   | { readonly kind: 'cron'; readonly seconds: number; readonly expression: string }
   | { readonly kind: 'invalid'; readonly reason: string };
-
-const DURATION = /^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/;
 
 /**
  * Cron sampling: a cron says how often, never when (a hunt still fires at its
@@ -24,14 +25,6 @@ const DURATION = /^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/;
 export const CRON_SAMPLE_START = Date.UTC(2001, 0, 1);
 export const CRON_SAMPLE_FIRES = 1_000;
 export const CRON_SAMPLE_YEARS = 8;
-
-/** `90s`, `5m`, `1h30m`, `1d`, `2d12h` → seconds; units in descending order, each once. */
-export function parseDuration(text: string): number | undefined {
-  const match = DURATION.exec(text);
-  if (!match || text === '') return undefined;
-  const [, d = '0', h = '0', m = '0', s = '0'] = match;
-  return Number(d) * 86_400 + Number(h) * 3_600 + Number(m) * 60 + Number(s);
-}
 
 const cronCache = new Map<string, number>();
 const CRON_CACHE_MAX = 1_000;

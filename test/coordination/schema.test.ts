@@ -26,7 +26,7 @@ const ORIGINAL: Record<string, string> = {
 
 const ADDED: Record<string, Record<string, string>> = {
   hunt_schedule: { offset_source: 'LowCardinality(String)', moved_at: 'DateTime64(3)' },
-  hunt_run: { duration_ms: 'Int64', cpu_us: 'Int64', memory_bytes: 'Int64', error_code: 'Int32' },
+  hunt_run: { duration_ms: 'Int64', cpu_us: 'Int64', memory_bytes: 'Int64', error_code: 'Int32', skipped_from: 'Int64', skipped_to: 'Int64' },
   hunt_state: { disabled_reason: 'String', disabled_at: 'DateTime64(3)' },
 };
 
@@ -99,9 +99,9 @@ describe('schema --apply on the original tables', () => {
     expect(plain(schedule)).toEqual({ hunt_id: 'h', phase_offset: 139, offset_source: 'hash', moved_ms: 0 });
     const [run] = await queryRows<Record<string, unknown>>(
       db,
-      `SELECT rows_written, duration_ms, cpu_us, memory_bytes, error_code FROM \`${db.database}\`.hunt_run`,
+      `SELECT rows_written, duration_ms, cpu_us, memory_bytes, error_code, skipped_from, skipped_to FROM \`${db.database}\`.hunt_run`,
     );
-    expect(plain(run)).toEqual({ rows_written: 7, duration_ms: 0, cpu_us: 0, memory_bytes: 0, error_code: 0 });
+    expect(plain(run)).toEqual({ rows_written: 7, duration_ms: 0, cpu_us: 0, memory_bytes: 0, error_code: 0, skipped_from: 0, skipped_to: 0 });
     const [state] = await queryRows<Record<string, unknown>>(
       db,
       `SELECT overrun_count, disabled_reason, toUnixTimestamp64Milli(disabled_at) AS disabled_ms FROM \`${db.database}\`.hunt_state`,

@@ -30,6 +30,7 @@ it('the issue\'s alerts are all there', () => {
   expect(alerts.map((a) => a.alert).sort()).toEqual([
     'DfeHuntAutoDisabled',
     'DfeHuntBacklogGrowing',
+    'DfeHuntCatchupSkipped',
     'DfeHuntFireLate',
     'DfeHuntRunnerHeartbeatMissing',
     'DfeMaterialiseJobFailed',

@@ -95,6 +95,16 @@ groups:
           summary: {{ `Hunt {{ $labels.hunt_id }} was disabled automatically ({{ $labels.reason }})` | quote }}
           description: {{ `Hunt {{ $labels.hunt_id }} (namespace {{ $labels.namespace }}) no longer runs: it was auto-disabled for {{ $labels.reason }}. It stays off until dfe-hunt-runner enable {{ $labels.hunt_id }}.` | quote }}
           {{- include "dfe-keda-shim.runbook" (dict "base" $base "alert" "DfeHuntAutoDisabled") | nindent 10 }}
+      - alert: DfeHuntCatchupSkipped
+        # A run after an outage left out data older than max_catchup (docs/hunts.md#catch-up).
+        expr: |-
+          sum by (namespace, hunt_id) (increase(dfe_hunt_catchup_skipped_total[1h])) > 0
+        labels:
+          {{- include "dfe-keda-shim.alertLabels" (dict "severity" "warning" "extra" $extra) | nindent 10 }}
+        annotations:
+          summary: {{ `Hunt {{ $labels.hunt_id }} skipped data older than max_catchup` | quote }}
+          description: {{ `Hunt {{ $labels.hunt_id }} (namespace {{ $labels.namespace }}) caught up after an outage and left out the range older than its max_catchup; the runner log and hunt_run.skipped_from/skipped_to name the range.` | quote }}
+          {{- include "dfe-keda-shim.runbook" (dict "base" $base "alert" "DfeHuntCatchupSkipped") | nindent 10 }}
       - alert: DfeHuntRunnerHeartbeatMissing
         # A live runner that has not written its heartbeat row to ClickHouse for a while.
         expr: |-
