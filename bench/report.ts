@@ -57,7 +57,7 @@ export function formatNumber(n: number, unit: string): string {
   if (unit === 'MB') return mb(n);
   if (unit === '×') return `${n.toFixed(2)}×`;
   if (unit === 'req/s') return `${int(n)} req/s`;
-  return Math.abs(n) >= 100 ? int(n) : n.toFixed(3);
+  return Number.isInteger(n) || Math.abs(n) >= 100 ? int(n) : n.toFixed(3);
 }
 
 /** `cycle CPU median 8.1 ms (min 7.9 ms, max 9.2 ms, 5 rounds)`. */
