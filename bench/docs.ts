@@ -19,6 +19,8 @@ export interface PerformanceRecord {
   readonly run: string;
   readonly seconds: number;
   readonly machine: string;
+  readonly loadAtStart: number;
+  readonly loadAtEnd: number;
   readonly target: string;
   readonly lines: readonly BenchLine[];
 }
@@ -65,13 +67,15 @@ export function writePerformanceDocs(root: string, lines: readonly BenchLine[], 
     run: new Date().toISOString(),
     seconds: Math.round(context.seconds),
     machine: `${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, Node ${process.version}`,
+    loadAtStart: Number(context.loadAtStart.toFixed(1)),
+    loadAtEnd: Number((loadavg()[0] ?? 0).toFixed(1)),
     target: context.target,
     lines,
   };
   const md = join(root, 'docs', 'performance.md');
   const json = join(root, 'docs', 'performance.json');
   const readme = join(root, 'README.md');
-  writePerformanceDoc(md, record, context);
+  writeFileSync(md, renderPerformanceDoc(record));
   writeFileSync(json, `${JSON.stringify(record, null, 2)}\n`);
   writeFileSync(readme, withReadmeTable(readFileSync(readme, 'utf8'), record));
   return [md, json, readme];
@@ -82,9 +86,9 @@ export function performanceBlock(lines: readonly BenchLine[]): string {
   return `${lines.map(formatLine).join('\n')}\n${summary(lines)}`;
 }
 
-/** Writes the last run's figures into docs/performance.md, with the command that produced them. */
-function writePerformanceDoc(path: string, record: PerformanceRecord, context: RunContext): void {
-  const text = `# Performance
+/** docs/performance.md: the run's figures, with the command that produced them and how each is measured. */
+export function renderPerformanceDoc(record: PerformanceRecord): string {
+  return `# Performance
 
 Figures of the last \`npm run bench\` (bench/run.ts), each with the baseline measured in the
 same run and its goal. Everything runs on loopback on this machine; numbers move with machine
@@ -93,8 +97,8 @@ the bounds, not the absolute values.
 
 - command: \`npm run bench\` (= \`npm run build && node dist/bench/run.js\`)
 - run: ${record.run}, ${record.seconds} s
-- machine: ${record.machine}, load average at start ${context.loadAtStart.toFixed(1)}, at end ${(loadavg()[0] ?? 0).toFixed(1)}
-- ClickHouse for the shim's fresh/single-flight figures: ${context.target}; the due query, the
+- machine: ${record.machine}, load average at start ${record.loadAtStart.toFixed(1)}, at end ${record.loadAtEnd.toFixed(1)}
+- ClickHouse for the shim's fresh/single-flight figures: ${record.target}; the due query, the
   100 000-values figure and the runner use the embedded engine (chdb)
 
 \`\`\`
@@ -176,5 +180,4 @@ extra, and each is gone:
 - the key: the sorted declared-parameter names (and the whole key of a query without
   parameters) are built once per compiled query, not per request.
 `;
-  writeFileSync(path, text);
 }

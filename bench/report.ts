@@ -68,7 +68,8 @@ export function formatSpread(s: Spread): string {
 
 export function formatLine(line: BenchLine): string {
   if (line.kind === 'skipped') return `${line.name}: skipped (${line.reason})`;
-  const goalText = line.outcome === 'n/a' ? `goal: n/a (${line.goal})` : `goal: ${line.outcome} (${line.goal})`;
+  const noGoal = line.goal === '' || line.goal === 'n/a';
+  const goalText = line.outcome === 'n/a' ? `goal: n/a${noGoal ? '' : ` (${line.goal})`}` : `goal: ${line.outcome} (${line.goal})`;
   const spreads = line.spreads?.length ? ` | spread: ${line.spreads.map(formatSpread).join('; ')}` : '';
   return `${line.name}: ${line.measured} | baseline: ${line.baseline} | ${goalText}${spreads}`;
 }
