@@ -3,7 +3,10 @@
  * whether its goal was met; the same lines go to docs/performance.md.
  *
  * A noisy figure (one measured over rounds) carries its `spreads`: min / median / max of the
- * rounds, made with `spread(values)`; its verdict must use `.median`, never the best round.
+ * rounds, made with `spread(values, label, unit)`; its verdict must use `.median`, never the
+ * best round. `headline` and `shortName` are what the README's table shows (bench/docs.ts).
+ * `npm run bench` fails when a figure's outcome is 'NOT met' or a section returns 'skipped';
+ * an 'n/a' outcome puts why there is no goal in `goal`.
  */
 export type GoalOutcome = 'met' | 'NOT met' | 'n/a';
 

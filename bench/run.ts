@@ -23,12 +23,15 @@ import { openBenchTarget } from './target.js';
  */
 type Section = { readonly name: string; readonly run: () => Promise<BenchLine[]> };
 
-/** `--soak-seconds=N` shortens the RSS-under-load figure for quick runs (default 300). */
+/**
+ * `--soak-seconds=N` shortens the RSS-under-load figure for quick runs (default 300); at least
+ * 30, so each half of the run holds three RSS samples (one every 5 s) to compare.
+ */
 function soakSeconds(args: readonly string[]): number {
   const flag = args.find((a) => a.startsWith('--soak-seconds='));
   if (flag === undefined) return 300;
   const n = Number(flag.slice('--soak-seconds='.length));
-  if (!Number.isInteger(n) || n < 10) throw new Error(`--soak-seconds must be an integer ≥ 10, not ${flag}`);
+  if (!Number.isInteger(n) || n < 30) throw new Error(`--soak-seconds must be an integer ≥ 30, not ${flag}`);
   return n;
 }
 
