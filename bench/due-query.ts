@@ -199,7 +199,7 @@ export async function benchDueQuery(client: ClickHouseClient, sizes: readonly nu
         headline: `${ratioText(none)} the same query without its run-now part (median of ${runs} pairs)`,
         measured: `${ms(none.wallMs)}, ${ratioText(none)} the same query without its run-now part; ${load()}`,
         baseline: `without the run-now part ${ms(none.baseWallMs)}`,
-        goal: 'informational (what the run-now part costs when nothing is requested)',
+        goal: 'informational: what the run-now part costs when nothing is requested',
         outcome: 'n/a',
         spreads: none.spreads,
       });
