@@ -105,7 +105,8 @@ the bounds, not the absolute values.
 ${performanceBlock(record.lines)}
 \`\`\`
 
-How each figure is measured:
+How each figure is measured (a figure measured over rounds also prints the spread of its rounds,
+min / median / max, and is judged on the median; \`npm run bench\` exits 1 when a goal is not met):
 
 - **cached value**: throughput from autocannon (a worker thread, 10 connections) on \`/q/cached\`
   (\`fresh_for_seconds: 86400\`) and on a bare Fastify route answering the same JSON, seven
@@ -158,7 +159,11 @@ How each figure is measured:
   planning from the hashed offsets until a cycle finds no move. The plan is replayed move by
   move on \`buildCurve\` to check max_step, a falling J and the memory cap. One cycle is the
   whole \`planCycle\` call, timed from the hashed start and on the settled fleet (every hunt
-  tried, nothing moved: the worst case), as CPU time of the process (the goal) and wall time.
+  tried, nothing moved: the worst case), seven cycles each, as CPU time of the process (the
+  goal: median under 100 ms, since a cycle runs synchronously in the runner) and wall time.
+  Every size is judged: flatness after planning ≤ 1.2, or ≤ 1 + the tallest single pulse / the
+  mean pressure when that is higher (a fleet of few heavy hunts cannot be flatter than one of
+  its pulses allows; docs/smoothing.md#reading-flatness-and-the-objective).
 
 ## The cached path
 
