@@ -7,10 +7,10 @@
 #     this spec into local JSON schemas);
 #   - shellcheck from Debian's packages.
 # Idempotent: each piece is skipped when already present at the pinned version.
-# Never fails CI: a piece that cannot be installed is reported, and the tests that
-# need it skip with a message saying how to install it.
+# Tries every piece, then exits 1 if any could not be installed (the tests needing it
+# would fail under CI=true anyway; this says why first).
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 0
+cd "$(dirname "$0")/.." || exit 1
 
 HELM_VERSION=v3.22.0
 # Minor of the k8s.io/client-go that helm $HELM_VERSION is built with (see its go.mod).
@@ -24,6 +24,8 @@ bin_dir="$tools_dir/bin"
 mkdir -p "$bin_dir" "$tools_dir/openapi"
 
 say() { printf '[chart-tools] %s\n' "$*"; }
+status=0
+fail() { say "$*"; status=1; }
 
 # go_tool NAME PACKAGE VERSION [LDFLAGS]: build PACKAGE@VERSION into .tools/bin/NAME once.
 go_tool() {
@@ -33,15 +35,15 @@ go_tool() {
     return 0
   fi
   if ! command -v go >/dev/null 2>&1; then
-    say "go not found: cannot build $name (chart tests will skip)"
-    return 0
+    fail "go not found: cannot build $name"
+    return 1
   fi
   say "building $name $version with go install (takes a few minutes on a cold cache)"
   if GOBIN="$bin_dir" CGO_ENABLED=0 go install -ldflags "$ldflags" "$package@$version"; then
     printf '%s\n' "$version $ldflags" >"$stamp"
     say "$name $version built: $bin_dir/$name"
   else
-    say "go install $package@$version failed: chart tests needing $name will skip"
+    fail "go install $package@$version failed: cannot build $name"
   fi
 }
 
@@ -59,7 +61,9 @@ spec="$tools_dir/openapi/swagger.json"
 spec_stamp="$tools_dir/openapi/.version"
 if [ -s "$spec" ] && [ "$(cat "$spec_stamp" 2>/dev/null)" = "$KUBERNETES_VERSION" ]; then
   say "Kubernetes $KUBERNETES_VERSION OpenAPI spec already in $spec"
-elif command -v go >/dev/null 2>&1; then
+elif ! command -v go >/dev/null 2>&1; then
+  fail "go not found: cannot fetch the Kubernetes $KUBERNETES_VERSION OpenAPI spec"
+else
   say "downloading module k8s.io/kubernetes@$KUBERNETES_VERSION for its OpenAPI spec"
   # Outside any module so the project's (absent) go.mod plays no part.
   module_dir=$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" \
@@ -68,7 +72,7 @@ elif command -v go >/dev/null 2>&1; then
     cp "$module_dir/api/openapi-spec/swagger.json" "$spec" && chmod u+w "$spec" && printf '%s\n' "$KUBERNETES_VERSION" >"$spec_stamp"
     say "OpenAPI spec copied to $spec"
   else
-    say "could not get api/openapi-spec/swagger.json from k8s.io/kubernetes@$KUBERNETES_VERSION: kubeconform checks will skip"
+    fail "could not get api/openapi-spec/swagger.json from k8s.io/kubernetes@$KUBERNETES_VERSION"
   fi
 fi
 
@@ -77,8 +81,8 @@ if command -v shellcheck >/dev/null 2>&1; then
 elif command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   say "installing shellcheck from Debian's packages"
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null; } \
-    || say "apt-get install shellcheck failed: the shellcheck test will skip"
+    || fail "apt-get install shellcheck failed"
 else
-  say "shellcheck missing and apt-get unavailable (or not root): the shellcheck test will skip"
+  fail "shellcheck missing and apt-get unavailable (or not root)"
 fi
-exit 0
+exit "$status"

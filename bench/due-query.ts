@@ -5,7 +5,7 @@ import { dueCountSql } from '../src/coordination/due-sql.js';
 import { applySchema } from '../src/coordination/topology.js';
 import { RUN_STATUS, TABLES } from '../src/coordination/tables.js';
 import { dueCountFinalSql } from './due-final-sql.js';
-import { goal, int, median, ms, type BenchLine } from './report.js';
+import { goal, int, median, ms, spread, type BenchLine, type Spread } from './report.js';
 
 /**
  * The due query at growing fleet sizes on the embedded engine: the product's
@@ -91,6 +91,8 @@ interface Paired {
   readonly baseCpuMs: number;
   readonly wallRatio: number;
   readonly cpuRatio: number;
+  /** The per-pair ratios (wall, CPU) whose medians are the two ratios above. */
+  readonly spreads: readonly Spread[];
 }
 
 /**
@@ -117,7 +119,8 @@ async function measurePair(client: ClickHouseClient, query: string, base: string
       a.push(await timeOnce(client, query));
     }
   }
-  const ratio = (pick: (x: Sample) => number) => median(a.map((x, i) => pick(x) / pick(b[i] ?? x)));
+  const ratios = (pick: (x: Sample) => number) => a.map((x, i) => pick(x) / pick(b[i] ?? x));
+  const ratio = (pick: (x: Sample) => number) => median(ratios(pick));
   return {
     wallMs: median(a.map((x) => x.wallMs)),
     cpuMs: median(a.map((x) => x.cpuMs)),
@@ -125,6 +128,7 @@ async function measurePair(client: ClickHouseClient, query: string, base: string
     baseCpuMs: median(b.map((x) => x.cpuMs)),
     wallRatio: ratio((x) => x.wallMs),
     cpuRatio: ratio((x) => x.cpuMs),
+    spreads: [spread(ratios((x) => x.wallMs), 'wall ratio', '×'), spread(ratios((x) => x.cpuMs), 'CPU ratio', '×')],
   };
 }
 
@@ -175,10 +179,13 @@ export async function benchDueQuery(client: ClickHouseClient, sizes: readonly nu
     lines.push({
       kind: 'figure',
       name: `due query, ${int(hunts)} hunts (${runs} interleaved pairs)`,
+      shortName: `due query, ${int(hunts)} hunts`,
+      headline: `${ms(p.wallMs)}: ${ratioText(p)} the FINAL form (median of ${runs} pairs)${agree ? '' : ', COUNTS DIFFER'}`,
       measured: `${ms(p.wallMs)} (${int(dueCount)} due), ${ratioText(p)} the FINAL form; ${load()}`,
       baseline: `FINAL form ${ms(p.baseWallMs)} (${int(finalCount)} due${agree ? '' : ' — COUNTS DIFFER'})`,
       goal: `≤ ${MAX_RATIO}× the FINAL form in wall and CPU time, same count at one clock reading, < ${int(GOAL_MS(hunts))} ms`,
       outcome: goal(agree && p.wallRatio <= MAX_RATIO && p.cpuRatio <= MAX_RATIO && p.wallMs < GOAL_MS(hunts)),
+      spreads: p.spreads,
     });
     if (hunts === sizes[sizes.length - 1]) {
       // No run-now requests, as most of the time: hunt_run holds only finished
@@ -188,10 +195,13 @@ export async function benchDueQuery(client: ClickHouseClient, sizes: readonly nu
       lines.push({
         kind: 'figure',
         name: `due query, ${int(hunts)} hunts, no run-now requests (hunt_run: ${int(hunts)} finished runs; ${runs} interleaved pairs)`,
+        shortName: `due query, ${int(hunts)} hunts, no run-now requests`,
+        headline: `${ratioText(none)} the same query without its run-now part (median of ${runs} pairs)`,
         measured: `${ms(none.wallMs)}, ${ratioText(none)} the same query without its run-now part; ${load()}`,
         baseline: `without the run-now part ${ms(none.baseWallMs)}`,
-        goal: 'informational (what the run-now part costs when nothing is requested)',
+        goal: 'informational: what the run-now part costs when nothing is requested',
         outcome: 'n/a',
+        spreads: none.spreads,
       });
     }
     await client.command({ query: `DROP DATABASE IF EXISTS \`${database}\`` });

@@ -51,6 +51,8 @@ export async function benchDistinctParams(embedded: ClickHouseHandle, database: 
         baseline: `first ${int(FILL)} values (filling the cache): +${mb(rssFilled - rss0)}`,
         goal: `cache ≤ ${int(FILL)} entries, RSS growth after the fill < 50 MB, all 200`,
         outcome: goal(entries <= FILL && afterFill < 50 * 1024 * 1024 && non200 === 0),
+        shortName: `shim, ${int(TOTAL)} distinct parameter values`,
+        headline: `RSS +${mb(afterFill)} after the cache filled at ${int(FILL)} entries (+${mb(rssEnd - rss0)} in all); ${non200} non-200`,
       },
     ];
   } finally {

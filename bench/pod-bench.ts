@@ -2,8 +2,10 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, lstatSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parse } from 'yaml';
+import { CHART_DIR } from '../scripts/dev/chart-readme.js';
 import { Agent, request } from 'undici';
-import { goal, mb, median, ms, type BenchLine } from './report.js';
+import { goal, mb, median, ms, spread, type BenchLine } from './report.js';
 import { BARE_SERVER, spawnServer, type ServerProcess } from './processes.js';
 import type { BenchTarget } from './target.js';
 
@@ -20,8 +22,18 @@ const IDLE_SETTLE_MS = 3_000;
 const POLLS_PER_SECOND = 100;
 const SAMPLE_EVERY_MS = 5_000;
 const SCRAPE_EVERY_MS = 15_000;
-/** The chart's defaults (charts/dfe-keda-shim/values.yaml), which these figures must fit. */
-const CHART_MEMORY_REQUEST = 160 * 1024 * 1024;
+/** The chart's default memory request of the shim (charts/dfe-keda-shim/values.yaml), which these figures must fit. */
+const CHART_MEMORY_REQUEST = chartShimMemoryRequest();
+
+/** `kedaShim.resources.requests.memory` of the chart's values.yaml, in bytes (Ki/Mi/Gi or K/M/G). */
+export function chartShimMemoryRequest(valuesPath = join(CHART_DIR, 'values.yaml')): number {
+  const values = parse(readFileSync(valuesPath, 'utf8')) as { kedaShim?: { resources?: { requests?: { memory?: unknown } } } };
+  const quantity = String(values.kedaShim?.resources?.requests?.memory ?? '');
+  const match = /^(\d+(?:\.\d+)?)(Ki|Mi|Gi|K|M|G)?$/.exec(quantity);
+  if (!match) throw new Error(`${valuesPath}: kedaShim.resources.requests.memory must be a quantity like 160Mi, got ${JSON.stringify(quantity)}`);
+  const unit = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, K: 1e3, M: 1e6, G: 1e9 }[match[2] ?? ''] ?? 1;
+  return Number(match[1]) * unit;
+}
 
 const OVERRIDE = `queries:
   cached:
@@ -94,6 +106,9 @@ export async function benchStartAndIdle(target: BenchTarget): Promise<BenchLine[
         baseline: `bare Fastify process: ${ms(readyMs(bare))} (runs ${bare.map((x) => ms(x.readyMs)).join(', ')})`,
         goal: `≤ ${ms(START_ADDED_MS)} over the bare Fastify process (what the shim's own modules and setup add)`,
         outcome: goal(readyMs(shim) - readyMs(bare) <= START_ADDED_MS),
+        shortName: 'shim process start (server mode)',
+        headline: `exec → /readyz 200 in ${ms(readyMs(shim))}, +${ms(readyMs(shim) - readyMs(bare))} over a bare Fastify process (medians of ${REPEATS})`,
+        spreads: [spread(shim.map((x) => x.readyMs), 'shim', 'ms'), spread(bare.map((x) => x.readyMs), 'bare', 'ms')],
       },
       {
         kind: 'figure',
@@ -102,6 +117,9 @@ export async function benchStartAndIdle(target: BenchTarget): Promise<BenchLine[
         baseline: `bare Fastify process: ${mb(rss(bare))}`,
         goal: `≤ ${mb(CHART_MEMORY_REQUEST)} (the chart’s memory request)`,
         outcome: goal(rss(shim) <= CHART_MEMORY_REQUEST),
+        shortName: 'shim process, idle RSS',
+        headline: `${mb(rss(shim))} (bare Fastify ${mb(rss(bare))}; medians of ${REPEATS})`,
+        spreads: [spread(shim.map((x) => x.rss), 'shim', 'MB'), spread(bare.map((x) => x.rss), 'bare', 'MB')],
       },
     ];
   });
@@ -231,6 +249,10 @@ export async function benchSoak(target: BenchTarget, seconds: number): Promise<B
         outcome: goal(
           secondMax <= firstMax + 5 * 1024 * 1024 && peak <= CHART_MEMORY_REQUEST && shimSoak.failed === 0 && shimSoak.polls > 0,
         ),
+        shortName: `shim process, RSS under ${POLLS_PER_SECOND} polls/s for ${seconds} s`,
+        headline:
+          `${mb(shimSoak.samples[0]?.rss ?? 0)} → ${mb(shimSoak.samples.at(-1)?.rss ?? 0)}, peak ${mb(peak)} (first half ${mb(firstMax)}, ` +
+          `second ${mb(secondMax)}); CPU ${Math.round(shimSoak.millicores ?? 0)}m; bare Fastify peak ${mb(Math.max(...bareSoak.samples.map((s) => s.rss)))}`,
       },
     ];
   });
@@ -289,6 +311,8 @@ export async function benchInstallSize(): Promise<BenchLine[]> {
         baseline: `bare Fastify ${fastifyVersion} install: ${mb(bare)} of files, ${mb(diskBytes(join(bareDir, 'node_modules')))} on disk`,
         goal: '≤ 50 MB',
         outcome: goal(total <= 50 * 1024 * 1024),
+        shortName: 'production install',
+        headline: `${mb(total)} of files, ${mb(onDisk)} on disk (bare Fastify: ${mb(bare)} of files)`,
       },
     ];
   } finally {

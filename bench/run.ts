@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import { openClickHouse } from '../src/clickhouse/client.js';
 import { loadConfig } from '../src/config/load.js';
 import { describeError } from '../src/errors.js';
-import { writePerformanceDoc } from './docs.js';
+import { writePerformanceDocs } from './docs.js';
 import { benchDueQuery } from './due-query.js';
 import { benchDistinctParams } from './memory-bench.js';
 import { benchInstallSize, benchSoak, benchStartAndIdle } from './pod-bench.js';
-import { formatLine, summary, type BenchLine } from './report.js';
+import { formatLine, runPassed, summary, type BenchLine } from './report.js';
 import { benchRunner } from './runner-bench.js';
 import { benchCached, benchFresh, benchHung, benchSingleFlight } from './shim-bench.js';
 import { benchSmoothing } from './smoothing-bench.js';
@@ -16,18 +16,22 @@ import { openBenchTarget } from './target.js';
 
 /**
  * `npm run bench`: every figure on loopback, bounded in count and time, each
- * printed with its same-run baseline and goal, then a summary; the figures are
- * written to docs/performance.md. A section that cannot run says why and the
- * others go on.
+ * printed with its same-run baseline and goal, then a summary; a full run writes the
+ * figures to docs/performance.md, docs/performance.json and the README's table (bench/docs.ts).
+ * A section that cannot run says why and the others go on. Exits 1 when any goal is not met
+ * or any chosen section was skipped or failed, for a partial run too.
  */
 type Section = { readonly name: string; readonly run: () => Promise<BenchLine[]> };
 
-/** `--soak-seconds=N` shortens the RSS-under-load figure for quick runs (default 300). */
+/**
+ * `--soak-seconds=N` shortens the RSS-under-load figure for quick runs (default 300); at least
+ * 30, so each half of the run holds three RSS samples (one every 5 s) to compare.
+ */
 function soakSeconds(args: readonly string[]): number {
   const flag = args.find((a) => a.startsWith('--soak-seconds='));
   if (flag === undefined) return 300;
   const n = Number(flag.slice('--soak-seconds='.length));
-  if (!Number.isInteger(n) || n < 10) throw new Error(`--soak-seconds must be an integer ≥ 10, not ${flag}`);
+  if (!Number.isInteger(n) || n < 30) throw new Error(`--soak-seconds must be an integer ≥ 30, not ${flag}`);
   return n;
 }
 
@@ -58,6 +62,10 @@ async function main(): Promise<number> {
   // `node dist/bench/run.js runner due` runs only the sections whose names contain a word given.
   const only = args.filter((a) => !a.startsWith('--'));
   const chosen = only.length === 0 ? sections : sections.filter((s) => only.some((word) => s.name.includes(word)));
+  if (chosen.length === 0) {
+    console.error(`bench: no section matches ${only.join(', ')}; sections: ${sections.map((s) => s.name).join('; ')}`);
+    return 2;
+  }
   const lines: BenchLine[] = [];
   try {
     for (const section of chosen) {
@@ -79,12 +87,13 @@ async function main(): Promise<number> {
     rmSync(embeddedPath, { recursive: true, force: true });
   }
   console.log(summary(lines));
+  const passed = runPassed(lines);
+  if (!passed) console.log('bench: FAILED (a goal not met, or a section skipped or failed): exit 1');
   // A partial or shortened run does not overwrite the documented figures.
-  if (chosen.length !== sections.length || soak !== 300) return 0;
-  const docPath = join(process.cwd(), 'docs', 'performance.md');
-  writePerformanceDoc(docPath, lines, { target: target.description, seconds: (Date.now() - startedMs) / 1000, loadAtStart });
-  console.log(`bench: figures written to ${docPath}`);
-  return 0;
+  if (chosen.length !== sections.length || soak !== 300) return passed ? 0 : 1;
+  const written = writePerformanceDocs(process.cwd(), lines, { target: target.description, seconds: (Date.now() - startedMs) / 1000, loadAtStart });
+  console.log(`bench: figures written to ${written.join(', ')}`);
+  return passed ? 0 : 1;
 }
 
 process.exitCode = await main();

@@ -9,7 +9,7 @@ import { latestFire } from '../src/schedule/arithmetic.js';
 import { startRunner } from '../src/runner/start.js';
 import { qualifiedTable } from '../src/clickhouse/identifiers.js';
 import { TABLES } from '../src/coordination/tables.js';
-import { goal, int, ms, percentile, type BenchLine } from './report.js';
+import { goal, int, ms, percentile, spread, type BenchLine } from './report.js';
 
 /**
  * One runner, 10 000 hourly hunts, the embedded engine (docs/runner.md), through
@@ -126,6 +126,9 @@ export async function benchRunner(embedded: ClickHouseHandle, embeddedPath: stri
         baseline: `the first tick after start: ${idleCalls[0]} round trips, ${ms(idleMs[0] ?? 0)}`,
         goal: '≤ 3 round trips per tick (heartbeat + one due query), whatever the hunt count',
         outcome: goal(roundTrips <= 3),
+        shortName: `runner, ${int(HUNTS)} hunts, idle tick`,
+        headline: `${roundTrips} ClickHouse round trips per tick (median of ${idleCalls.length - 1}); tick ${ms(percentile(idleMs.slice(1), 50))}`,
+        spreads: [spread(idleCalls.slice(1), 'round trips', ''), spread(idleMs.slice(1), 'idle tick', 'ms')],
       },
       {
         kind: 'figure',
@@ -136,6 +139,11 @@ export async function benchRunner(embedded: ClickHouseHandle, embeddedPath: stri
         baseline: `poll interval ${POLL_SECONDS} s (a fire waits for the next tick: ≈ poll/2 on average)`,
         goal: `lateness p99 ≤ poll + 2 s, every fire that came due started`,
         outcome: goal(owed > 0 && lateness.length === owed && p99Late <= POLL_SECONDS + 2),
+        shortName: `runner, ${int(HUNTS)} hunts, steady state`,
+        headline:
+          `fire lateness p50 ${percentile(lateness, 50)} s, p99 ${p99Late} s (poll ${POLL_SECONDS} s); ` +
+          `${lateness.length} of ${owed} fires owed started; tick p50 ${ms(percentile(tickMs, 50))}`,
+        spreads: tickMs.length > 0 ? [spread(tickMs, 'tick', 'ms')] : [],
       },
     ];
   } finally {

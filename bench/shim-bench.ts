@@ -2,7 +2,7 @@ import { Agent, request } from 'undici';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { blackHoleServer } from '../test/helpers/faults.js';
 import { runLoad, type LoadResult } from './load.js';
-import { goal, int, median, ms, percentile, type BenchLine } from './report.js';
+import { goal, int, median, ms, percentile, spread, type BenchLine } from './report.js';
 import { startBareFastify, startBenchShim } from './servers.js';
 import type { BenchTarget } from './target.js';
 
@@ -49,7 +49,8 @@ export async function benchCached(target: BenchTarget): Promise<BenchLine[]> {
       got.push(await runLoad(shimUrl, { connections: CONNECTIONS, durationSeconds: LOAD_SECONDS }));
     }
     const rps = (runs: LoadResult[]) => median(runs.map((r) => r.rps));
-    const ratio = median(got.map((r, i) => r.rps / (base[i]?.rps ?? Number.NaN)));
+    const ratios = got.map((r, i) => r.rps / (base[i]?.rps ?? Number.NaN));
+    const ratio = median(ratios);
     const non2xx = got.reduce((n, r) => n + r.non2xx + r.errors, 0);
     // Latency: sequential, interleaved, timed with performance.now() (autocannon keeps whole ms).
     const latency = await interleavedLatency(shimUrl, bareUrl, LATENCY_ROUNDS, LATENCY_PER_ROUND);
@@ -66,6 +67,9 @@ export async function benchCached(target: BenchTarget): Promise<BenchLine[]> {
           `p50 ${ms(latency.b.p50)}, p99 ${ms(latency.b.p99)}`,
         goal: '≥ 0.9× throughput, p99 ≤ 1.2×, all 2xx',
         outcome: goal(ratio >= 0.9 && p99Ratio <= 1.2 && non2xx === 0),
+        shortName: 'shim, cached value',
+        headline: `${int(rps(got))} req/s, ${ratio.toFixed(2)}× a bare Fastify route (median of ${ROUNDS} pairs); p99 ${p99Ratio.toFixed(2)}×`,
+        spreads: [spread(ratios, 'throughput ratio', '×'), spread(latency.p99Ratios, 'p99 ratio', '×'), spread(got.map((r) => r.rps), 'shim', 'req/s')],
       },
     ];
   } finally {
@@ -101,7 +105,7 @@ async function interleavedLatency(aUrl: string, bUrl: string, rounds: number, pe
     await agent.close();
   }
   const stats = (xs: number[]) => ({ p50: percentile(xs, 50), p99: percentile(xs, 99) });
-  return { a: stats(a), b: stats(b), p99Ratio: median(ratios) };
+  return { a: stats(a), b: stats(b), p99Ratio: median(ratios), p99Ratios: ratios };
 }
 
 async function timeDirect(client: ClickHouseClient, query: string): Promise<number> {
@@ -151,6 +155,8 @@ export async function benchFresh(target: BenchTarget): Promise<BenchLine[]> {
         baseline: `same query direct with @clickhouse/client: p50 ${ms(percentile(direct, 50))}, p99 ${ms(percentile(direct, 99))}`,
         goal: 'added latency ≤ 1 ms p50, every answer fresh',
         outcome: goal(added <= 1 && notFresh.length === 0),
+        shortName: 'shim, fresh value',
+        headline: `+${ms(added)} p50 over the same query direct (${ms(percentile(viaShim, 50))} vs ${ms(percentile(direct, 50))}, ${N} sequential)`,
       },
     ];
   } finally {
@@ -176,6 +182,8 @@ export async function benchHung(): Promise<BenchLine[]> {
         baseline: `deadline_ms + 50 = ${DEADLINE_MS + 50} ms`,
         goal: 'every answer 200, p100 ≤ deadline_ms + 50 ms',
         outcome: goal(got.non2xx === 0 && got.errors === 0 && got.requests > 0 && got.maxMs <= DEADLINE_MS + 50),
+        shortName: 'shim, ClickHouse hung',
+        headline: `${got.requests} answers, ${got.non2xx + got.errors} not 200, p100 ${got.maxMs} ms (deadline_ms ${DEADLINE_MS})`,
       },
     ];
   } finally {
@@ -209,6 +217,8 @@ export async function benchSingleFlight(target: BenchTarget): Promise<BenchLine[
         baseline: `${CONCURRENT} requests`,
         goal: '1 query',
         outcome: goal(started === 1 && (atServer === undefined || atServer === 1) && fresh === CONCURRENT),
+        shortName: `shim, ${CONCURRENT} concurrent identical requests`,
+        headline: `${started} ClickHouse quer${started === 1 ? 'y' : 'ies'}${atServer === undefined ? '' : ` (${atServer} in system.query_log)`}; ${fresh}/${CONCURRENT} fresh`,
       },
     ];
   } finally {

@@ -3,7 +3,7 @@ import { maxStepSeconds } from '../src/smoothing/candidates.js';
 import { buildCurve } from '../src/smoothing/curve.js';
 import type { CooldownState, HuntLoad, PlannerSettings, PlanResult } from '../src/smoothing/model.js';
 import { planCycle, planCycles } from '../src/smoothing/planner.js';
-import { goal, int, median, ms, type BenchLine } from './report.js';
+import { goal, int, median, ms, spread, type BenchLine } from './report.js';
 import { fleetSettings, syntheticFleet, withOffsets, type FleetHunt } from './smoothing-fleet.js';
 
 /**
@@ -11,12 +11,26 @@ import { fleetSettings, syntheticFleet, withOffsets, type FleetHunt } from './sm
  * period boundary, with today's hashed offsets, and after planning from the hashed offsets
  * until a cycle finds no move; the plan is replayed move by move to check max_step, J and the
  * memory cap; one cycle is timed from the hashed start and at convergence (where a cycle tries
- * every hunt and finds nothing, its most expensive case).
+ * every hunt and finds nothing, its most expensive case). Every size is judged.
  */
 export const SMOOTHING_SIZES = [200, 1_000, 10_000] as const;
 const MAX_CYCLES = 20_000;
+/**
+ * Flatness goal at every size: 1.2 (peak 20 % over the mean, docs/smoothing.md), or, for a fleet
+ * of few heavy hunts, the mean plus its tallest single pulse when that is higher: one hunt's
+ * pulse alone can stand that far above the mean, so no placement promises better.
+ */
 const GOAL_FLATNESS = 1.2;
+/** A cycle runs synchronously in the runner: its median CPU must stay under this at every size. */
 const GOAL_CYCLE_MS = 100;
+const TIMED_CYCLES = 7;
+
+/** 1 + the tallest single hunt's peak pressure over the fleet's mean pressure. */
+function granularityBound(hunts: readonly HuntLoad[], settings: PlannerSettings, mean: number): number {
+  let tallest = 0;
+  for (const hunt of hunts) tallest = Math.max(tallest, buildCurve([hunt], settings).peak);
+  return mean > 0 ? 1 + tallest / mean : 1;
+}
 
 interface Checked { readonly withinStep: boolean; readonly monotone: boolean; readonly capKept: boolean }
 
@@ -45,10 +59,10 @@ function replay(start: readonly HuntLoad[], plan: PlanResult, settings: PlannerS
   return { withinStep, monotone, capKept };
 }
 
-interface CycleTimes { readonly cpuMs: number; readonly wallMs: number }
+interface CycleTimes { readonly cpuMs: number[]; readonly wallMs: number[] }
 
 /**
- * Median CPU time (user + system of this process) and wall time of planCycle, the whole
+ * CPU time (user + system of this process) and wall time of each of `cycles` planCycle calls, the whole
  * public call (validation and the working curve included). The goal is on CPU time: the
  * bench machine is shared, and wall time there mostly measures the other processes.
  */
@@ -67,10 +81,10 @@ function timeCycles(hunts: readonly HuntLoad[], settings: PlannerSettings, cycle
     current = result.hunts;
     cooldown = result.cooldown;
   }
-  return { cpuMs: median(cpu), wallMs: median(wall) };
+  return { cpuMs: cpu, wallMs: wall };
 }
 
-function benchFleet(fleet: readonly FleetHunt[], settings: PlannerSettings, label: string, withGoal: boolean): BenchLine {
+function benchFleet(fleet: readonly FleetHunt[], settings: PlannerSettings, label: string): BenchLine {
   const size = fleet.length;
   const boundary = buildCurve(withOffsets(fleet, () => 0), settings);
   const hashedHunts = withOffsets(fleet, (h) => phaseOffset(h.huntId, h.periodSeconds));
@@ -80,30 +94,39 @@ function benchFleet(fleet: readonly FleetHunt[], settings: PlannerSettings, labe
   const plan = planCycles(hashedHunts, settings, MAX_CYCLES);
   const planMs = performance.now() - started;
   const converged = plan.objectiveByCycle.length < MAX_CYCLES;
-  const first = timeCycles(hashedHunts, settings, 5, 1);
-  const settled = timeCycles(plan.hunts, settings, 5, MAX_CYCLES + 10);
+  const first = timeCycles(hashedHunts, settings, TIMED_CYCLES, 1);
+  const settled = timeCycles(plan.hunts, settings, TIMED_CYCLES, MAX_CYCLES + 10);
+  const cycleSpreads = [spread(first.cpuMs, 'cycle CPU from the hashed start', 'ms'), spread(settled.cpuMs, 'cycle CPU at convergence', 'ms')];
+  const bound = granularityBound(hashedHunts, settings, hashed.mean);
+  const goalFlatness = Math.max(GOAL_FLATNESS, bound);
   const memoryPct = (bytes: number): string => `${Math.round((100 * bytes) / settings.memoryCapBytes)}%`;
   const checked = replay(hashedHunts, plan, settings);
   const flat = (n: number): string => n.toFixed(3);
   const measured =
     `after ${flat(plan.after.flatness)} peak/mean (${int(plan.objectiveByCycle.length)} cycles, ${int(plan.moves.length)} moves` +
-    `${converged ? ', converged' : ', NOT converged'}, ${ms(planMs)} wall in all); one cycle (CPU, median of 5) ${ms(first.cpuMs)} ` +
-    `from the hashed start, ${ms(settled.cpuMs)} at convergence (wall ${ms(first.wallMs)}, ${ms(settled.wallMs)}); every move within ` +
+    `${converged ? ', converged' : ', NOT converged'}, ${ms(planMs)} wall in all); one cycle (CPU, median of ${TIMED_CYCLES}) ${ms(median(first.cpuMs))} ` +
+    `from the hashed start, ${ms(median(settled.cpuMs))} at convergence (wall ${ms(median(first.wallMs))}, ${ms(median(settled.wallMs))}); every move within ` +
     `max_step: ${checked.withinStep ? 'yes' : 'NO'}, J falling at every move: ${checked.monotone ? 'yes' : 'NO'}, no move lifts a ` +
     `bucket over the memory cap: ${checked.capKept ? 'yes' : 'NO'} (memory peak ${memoryPct(hashed.memoryPeakBytes)} of cap hashed, ` +
     `${memoryPct(plan.after.memoryPeakBytes)} after)`;
   const met =
-    checked.withinStep && checked.monotone && checked.capKept && converged && Math.max(first.cpuMs, settled.cpuMs) < GOAL_CYCLE_MS &&
-    plan.after.flatness <= GOAL_FLATNESS;
+    checked.withinStep && checked.monotone && checked.capKept && converged &&
+    cycleSpreads.every((c) => c.median < GOAL_CYCLE_MS) && plan.after.flatness <= goalFlatness;
+  const goalWhy = bound > GOAL_FLATNESS ? ` (1 + tallest pulse / mean = ${flat(bound)}, over ${GOAL_FLATNESS})` : ` (1 + tallest pulse / mean = ${flat(bound)})`;
   return {
     kind: 'figure',
     name: `smoothing, ${int(size)} rate hunts${label}`,
+    shortName: `smoothing, ${int(size)} rate hunts${label.startsWith(' (defaults') ? '' : label}`,
     measured,
+    headline:
+      `peak/mean ${flat(hashed.flatness)} hashed → ${flat(plan.after.flatness)} planned; one cycle ${ms(median(first.cpuMs))} ` +
+      `(start) / ${ms(median(settled.cpuMs))} (settled) CPU, median of ${TIMED_CYCLES}`,
     baseline: `all on the period boundary ${flat(boundary.flatness)}; hashed offsets (today) ${flat(hashed.flatness)}`,
-    goal: withGoal
-      ? `≤ ${GOAL_FLATNESS} after, one cycle < ${GOAL_CYCLE_MS} ms CPU, every move within max_step, J monotone, memory cap kept`
-      : 'n/a',
-    outcome: withGoal ? goal(met) : 'n/a',
+    goal:
+      `≤ ${flat(goalFlatness)} after${goalWhy}, one cycle < ${GOAL_CYCLE_MS} ms CPU (median), every move within max_step, ` +
+      'J monotone, memory cap kept',
+    outcome: goal(met),
+    spreads: cycleSpreads,
   };
 }
 
@@ -112,13 +135,13 @@ export async function benchSmoothing(): Promise<BenchLine[]> {
   for (const size of SMOOTHING_SIZES) {
     const fleet = syntheticFleet(size);
     const settings = fleetSettings(fleet, 3600);
-    lines.push(benchFleet(fleet, settings, ' (defaults: max_step T/4, hysteresis 0.001, cool-down 3)', size === 1_000));
+    lines.push(benchFleet(fleet, settings, ' (defaults: max_step T/4, hysteresis 0.001, cool-down 3)'));
   }
   // The hysteresis is relative to J, and one hunt's share of J shrinks as the fleet grows:
   // the same figures with a ten times finer hysteresis show how much of the stall is that.
   for (const size of SMOOTHING_SIZES) {
     const fleet = syntheticFleet(size);
-    lines.push(benchFleet(fleet, { ...fleetSettings(fleet, 3600), hysteresis: 0.0001 }, ', hysteresis 0.0001', false));
+    lines.push(benchFleet(fleet, { ...fleetSettings(fleet, 3600), hysteresis: 0.0001 }, ', hysteresis 0.0001'));
   }
   await Promise.resolve();
   return lines;

@@ -11,6 +11,7 @@ import {
   type FaultEndpoint,
 } from '../helpers/faults.js';
 import { clickHouseServerAvailability, startClickHouseServer, type ClickHouseServerProcess } from '../helpers/clickhouse-server.js';
+import { needs } from '../helpers/requirement.js';
 
 /**
  * The injectors themselves: each one makes @clickhouse/client fail (never hand
@@ -75,9 +76,8 @@ describe('fault injectors', () => {
 });
 
 const server = clickHouseServerAvailability();
-if (server.kind === 'missing') console.warn(`[skip] real clickhouse-server tests: ${server.reason}`);
 
-describe.skipIf(server.kind === 'missing')('real clickhouse-server 18.16 process', () => {
+needs(server.kind === 'missing' ? server.reason : undefined).describe('real clickhouse-server 18.16 process', () => {
   let ch: ClickHouseServerProcess;
   let client: ClickHouseClient;
 

@@ -2,6 +2,7 @@ import { ClickHouseLogLevel, createClient } from '@clickhouse/client';
 import { afterAll, describe, expect, it } from 'vitest';
 import { blackHoleServer, refusedPort } from '../helpers/faults.js';
 import { clickHouseServerAvailability, startClickHouseServer, type ClickHouseServerProcess } from '../helpers/clickhouse-server.js';
+import { needs } from '../helpers/requirement.js';
 import { agent, getJson, poll, startChaosShim, type Answer } from './harness.js';
 
 /**
@@ -10,7 +11,6 @@ import { agent, getJson, poll, startChaosShim, type Answer } from './harness.js'
  * starts while ClickHouse is down. Asserts answers and sources, not timings.
  */
 const server = clickHouseServerAvailability();
-if (server.kind === 'missing') console.warn(`[skip] real-server chaos tests: ${server.reason}`);
 
 afterAll(async () => {
   await agent.close();
@@ -41,7 +41,7 @@ function sources(answers: readonly Answer[]): string[] {
   return answers.map((a) => a.body.source ?? `status ${a.status}`).filter((s, i, all) => i === 0 || all[i - 1] !== s);
 }
 
-describe.skipIf(server.kind === 'missing')('a real clickhouse-server killed mid-run and restarted', () => {
+needs(server.kind === 'missing' ? server.reason : undefined).describe('a real clickhouse-server killed mid-run and restarted', () => {
   it('every answer is 200 and the value holds: fresh → last_good → fresh', async () => {
     const ch = await startClickHouseServer();
     const chaos = await startChaosShim(slowJobsYaml(1_000), { url: ch.url });

@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { MAX_INFLIGHT_PER_QUERY } from '../../src/shim/executor.js';
 import { clickHouseServerAvailability, startClickHouseServer, type ClickHouseServerProcess } from '../helpers/clickhouse-server.js';
+import { needs } from '../helpers/requirement.js';
 import { stallingProxy } from '../helpers/faults.js';
 import { agent, getJson, startChaosShim, type ChaosShim } from './harness.js';
 
@@ -14,12 +15,11 @@ import { agent, getJson, startChaosShim, type ChaosShim } from './harness.js';
  * everything.) Asserts sources and counts, not timings.
  */
 const server = clickHouseServerAvailability();
-if (server.kind === 'missing') console.warn(`[skip] starvation tests need a real clickhouse-server: ${server.reason}`);
 
 const MARKER = 'stall_marker';
 const STALLED_QUERIES = 100;
 
-describe.skipIf(server.kind === 'missing')('100 stalled keys and one healthy key', () => {
+needs(server.kind === 'missing' ? server.reason : undefined).describe('100 stalled keys and one healthy key', () => {
   let ch: ClickHouseServerProcess;
   let proxy: Awaited<ReturnType<typeof stallingProxy>>;
   let chaos: ChaosShim;

@@ -6,9 +6,10 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { CHART, KUBE_VERSION, byKind, helmTemplate, kubeconform, missing, prepareSchemas, run, tools, type Manifest } from './tools.js';
+import { CHART, KUBE_VERSION, byKind, helmTemplate, kubeconform, missing, prepareSchemas, run, tools, type Manifest } from '../helpers/tools.js';
+import { needs } from '../helpers/requirement.js';
 
 const CH = { clickhouse: { url: 'https://clickhouse.example:8443', existingSecret: 'ch-password' } };
 
@@ -134,7 +135,7 @@ const podSpec = (m: Manifest) => m.spec.template.spec;
 const container = (m: Manifest, name: string) => podSpec(m).containers.find((c: { name: string }) => c.name === name);
 const envOf = (c: { env: { name: string; value?: string; valueFrom?: unknown }[] }) => Object.fromEntries(c.env.map((e) => [e.name, e.value ?? e.valueFrom]));
 
-describe.skipIf(skip)('helm chart', () => {
+needs(skip).describe('helm chart', () => {
   it('passes helm lint for every values case', () => {
     for (const [name, values] of Object.entries(MATRIX)) {
       const result = run(tools.helm!, ['lint', CHART, '--strict', '--kube-version', KUBE_VERSION, '--values', '-'], JSON.stringify(values));
@@ -142,7 +143,7 @@ describe.skipIf(skip)('helm chart', () => {
     }
   });
 
-  describe.skipIf(skipValidation)('kubeconform', () => {
+  needs(skipValidation).describe('kubeconform', () => {
     let schemaLocation = '';
     beforeAll(() => {
       schemaLocation = prepareSchemas();

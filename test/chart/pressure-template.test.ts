@@ -6,8 +6,9 @@
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHART, byKind, helmTemplate, kubeconform, missing, prepareSchemas } from './tools.js';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { CHART, byKind, helmTemplate, kubeconform, missing, prepareSchemas } from '../helpers/tools.js';
+import { needs } from '../helpers/requirement.js';
 
 const APP_SCALED_OBJECT = `apiVersion: keda.sh/v1alpha1
 kind: ScaledObject
@@ -24,7 +25,7 @@ spec:
 
 const skip = missing('helm');
 
-describe.skipIf(skip)('dfe-keda-shim.pressureTriggers', () => {
+needs(skip).describe('dfe-keda-shim.pressureTriggers', () => {
   let appChart = '';
   beforeAll(() => {
     appChart = mkdtempSync(join(tmpdir(), 'dfe-app-chart-'));
@@ -92,7 +93,7 @@ describe.skipIf(skip)('dfe-keda-shim.pressureTriggers', () => {
     expect(() => helmTemplate({ pressure: { service: 'x' } }, appChart)).toThrow(/shimAddress is required/);
   });
 
-  it.skipIf(missing('kubeconform', 'openApiSpec', 'crdsDir'))('renders a ScaledObject that kubeconform accepts', () => {
+  needs(missing('kubeconform', 'openApiSpec', 'crdsDir')).it('renders a ScaledObject that kubeconform accepts', () => {
     const location = prepareSchemas();
     const { yaml } = helmTemplate({ pressure: { service: 'dfe-loader', shimAddress } }, appChart);
     const result = kubeconform(location, yaml);

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { renderReadme, undocumented, valueRows, valuesTable } from '../../scripts/dev/chart-readme.js';
-import { CHART } from './tools.js';
+import { CHART } from '../helpers/tools.js';
 
 const valuesText = readFileSync(join(CHART, 'values.yaml'), 'utf8');
 

@@ -1,22 +1,15 @@
 /**
  * promtool (Prometheus' rule and exposition checker), built into .tools/bin by
- * .ci/install-promtool.sh. Tests that need it skip with a line saying how to install it.
+ * .ci/install-promtool.sh and found like the chart tools (test/chart/tools.ts).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
-import { REPO } from '../chart/tools.js';
+import { REPO, missing, tools } from '../helpers/tools.js';
 
-export const promtool: string | undefined = [join(REPO, '.tools', 'bin', 'promtool'), ...(process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, 'promtool'))].find(
-  (path) => path && existsSync(path),
-);
+export const promtool: string | undefined = tools.promtool;
 
-/** Why promtool tests cannot run here (printed once), or undefined when they can. */
-export function promtoolMissing(suite: string): string | undefined {
-  if (promtool) return undefined;
-  const reason = 'promtool not found: run `bash .ci/install-promtool.sh` (go install from the Go module proxy into .tools/bin)';
-  console.warn(`[${suite}] skipped — ${reason}`);
-  return reason;
+/** Why promtool tests cannot run here, with the install hint, or undefined when they can. */
+export function promtoolMissing(): string | undefined {
+  return missing('promtool');
 }
 
 export interface PromtoolRun {

@@ -7,11 +7,12 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { alertsFileText, renderChartRules, type RuleFile } from '../../scripts/dev/alert-rules.js';
-import { REPO, missing, tools } from '../chart/tools.js';
+import { REPO, missing, tools } from '../helpers/tools.js';
 import { promtoolMissing, runPromtool } from './promtool.js';
+import { needs } from '../helpers/requirement.js';
 
 const MONITORING = join(REPO, 'monitoring');
 const alertsText = readFileSync(join(MONITORING, 'alerts.yaml'), 'utf8');
@@ -62,7 +63,7 @@ it('every alert points at its runbook section in docs/operations.md', () => {
   }
 });
 
-describe.skipIf(missing('helm'))('monitoring/alerts.yaml and the chart', () => {
+needs(missing('helm')).describe('monitoring/alerts.yaml and the chart', () => {
   it('is the chart\'s PrometheusRule at the default values (regenerate: npm run monitoring:rules)', () => {
     const chart = renderChartRules(tools.helm!);
     expect(rules).toEqual(chart);
@@ -70,7 +71,7 @@ describe.skipIf(missing('helm'))('monitoring/alerts.yaml and the chart', () => {
   });
 });
 
-describe.skipIf(promtoolMissing('alert rules'))('promtool', () => {
+needs(promtoolMissing()).describe('promtool', () => {
   it('check rules: the file is valid and lint-clean', () => {
     const result = runPromtool(['check', 'rules', '--lint=all', '--lint-fatal', join(MONITORING, 'alerts.yaml')]);
     expect(result.status, result.output).toBe(0);

@@ -12,10 +12,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/ports.js';
-import { REPO } from '../chart/tools.js';
+import { REPO } from '../helpers/tools.js';
 import { exportedSampleNames } from './exposition.js';
 import { parsePromql } from './promql.js';
 import { promtoolMissing, runPromtool } from './promtool.js';
+import { needs } from '../helpers/requirement.js';
 
 /**
  * Dashboard metrics the code does not export yet, in one place (empty since load smoothing,
@@ -96,7 +97,7 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-describe.skipIf(promtoolMissing('metrics scrape'))('promtool check metrics', () => {
+needs(promtoolMissing()).describe('promtool check metrics', () => {
   it.each(['shim', 'runner'] as const)('the %s exposition parses and has no lint finding', (program) => {
     expect(scrapes[program]).toMatch(program === 'shim' ? /^dfe_keda_shim_requests_total\{/m : /^dfe_hunt_runs_total\{/m);
     const result = runPromtool(['check', 'metrics'], scrapes[program]);

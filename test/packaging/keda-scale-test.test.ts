@@ -15,7 +15,8 @@ import { applySchema } from '../../src/coordination/topology.js';
 import { createOtelGaugeTable } from '../../src/pressure/otel-table.js';
 import { pressureQueryParams, renderPressureSql } from '../../src/pressure/rule.js';
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
-import { REPO, kubeconform, missing, prepareSchemas, tools } from '../chart/tools.js';
+import { REPO, kubeconform, missing, prepareSchemas, tools } from '../helpers/tools.js';
+import { needs } from '../helpers/requirement.js';
 
 const SCRIPT = join(REPO, 'scripts', 'keda-scale-test.sh');
 
@@ -88,7 +89,7 @@ describe('keda-scale-test.sh as a program', () => {
     expect(out.stderr).toMatch(/DATA_DATABASE must match .* \(got 'dfe`; DROP TABLE x'\)/);
   });
 
-  it.skipIf(missing('kubeconform', 'openApiSpec', 'crdsDir'))('renders throwaway manifests that kubeconform accepts', () => {
+  needs(missing('kubeconform', 'openApiSpec', 'crdsDir')).it('renders throwaway manifests that kubeconform accepts', () => {
     const location = prepareSchemas();
     for (const path of ['pressure', 'backlog']) {
       const out = script(['--print-manifests', path], { SHIM_AUTH_REF: 'shim-auth', SHIM_AUTH_MODE: 'bearer' });
@@ -102,11 +103,12 @@ describe('keda-scale-test.sh as a program', () => {
     expect(script(['--print-manifests', 'backlog']).stdout).toContain('metricType: AverageValue');
   });
 
-  it.skipIf(missing('shellcheck'))('every shell script is shellcheck-clean', () => {
+  needs(missing('shellcheck')).it('every shell script is shellcheck-clean', () => {
     const scripts = [
       ...readdirSync(join(REPO, 'scripts')).filter((f) => f.endsWith('.sh')).map((f) => join(REPO, 'scripts', f)),
       ...readdirSync(join(REPO, 'scripts', 'image')).map((f) => join(REPO, 'scripts', 'image', f)),
       ...readdirSync(join(REPO, '.ci')).filter((f) => f.endsWith('.sh')).map((f) => join(REPO, '.ci', f)),
+      join(REPO, '.ci', 'run'),
     ];
     expect(scripts).toContain(SCRIPT);
     const result = spawnSync(tools.shellcheck!, scripts, { encoding: 'utf8' });

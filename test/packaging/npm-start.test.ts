@@ -14,7 +14,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { REPO } from '../chart/tools.js';
+import { REPO } from '../helpers/tools.js';
 import { freePort } from '../helpers/ports.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'dfe-npm-start-'));

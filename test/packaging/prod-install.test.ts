@@ -13,7 +13,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSy
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO } from '../chart/tools.js';
+import { REPO } from '../helpers/tools.js';
 import { parseRuntimeStage } from './dockerfile.js';
 import { freePort } from '../helpers/ports.js';
 
@@ -23,15 +23,6 @@ const CLIS = {
   'dfe-hunt-runner': join(REPO, 'src', 'cli', 'hunt-runner.ts'),
 } as const;
 type Cli = keyof typeof CLIS;
-
-const warned = new Set<Cli>();
-function notWrittenYet(cli: Cli): string | undefined {
-  if (existsSync(CLIS[cli])) return undefined;
-  const reason = `${CLIS[cli]} does not exist yet: ${cli} cannot start from the production install`;
-  if (!warned.has(cli)) console.warn(`[prod-install] skipped — ${reason}`);
-  warned.add(cli);
-  return reason;
-}
 
 const REFUSED_CLICKHOUSE = 'http://127.0.0.1:9';
 let scratch = '';
@@ -136,14 +127,14 @@ describe('production install (the Dockerfile runtime stage, replayed)', () => {
   });
 
   for (const cli of Object.keys(CLIS) as Cli[]) {
-    it.skipIf(notWrittenYet(cli))(`${cli} --help exits 0 from the production install`, () => {
+    it(`${cli} --help exits 0 from the production install`, () => {
       const run = start(cli, ['--help']);
       expect(run.signal).toBeNull();
       expect(run.status, run.output).toBe(0);
       expect(run.output).toMatch(new RegExp(`Usage: ${cli}`));
     });
 
-    it.skipIf(notWrittenYet(cli))(`${cli} run with DFE_CLICKHOUSE_BACKEND=server and no URL stops with a clear message`, () => {
+    it(`${cli} run with DFE_CLICKHOUSE_BACKEND=server and no URL stops with a clear message`, () => {
       const run = start(cli, ['run']);
       expect(run.signal, 'it must exit by itself, not wait for a ClickHouse').toBeNull();
       expect(run.status).not.toBe(0);
@@ -151,7 +142,7 @@ describe('production install (the Dockerfile runtime stage, replayed)', () => {
     });
   }
 
-  it.skipIf(notWrittenYet('dfe-keda-shim'))('without the server setting, the missing embedded engine is a startup error, not a silent database', () => {
+  it('without the server setting, the missing embedded engine is a startup error, not a silent database', () => {
     const run = start('dfe-keda-shim', ['run'], { DFE_CLICKHOUSE_BACKEND: 'auto', DFE_EMBEDDED_PATH: root('/tmp/ch') });
     expect(run.signal, 'it must exit by itself').toBeNull();
     expect(run.status).not.toBe(0);
@@ -162,7 +153,7 @@ describe('production install (the Dockerfile runtime stage, replayed)', () => {
   // (readiness never depends on ClickHouse), which also proves the install holds every
   // runtime dependency and the built-in catalogue. Then SIGTERM ends them with exit 0.
 
-  it.skipIf(notWrittenYet('dfe-keda-shim'))('the shim serves from the production install with ClickHouse down, and exits 0 on SIGTERM', async () => {
+  it('the shim serves from the production install with ClickHouse down, and exits 0 on SIGTERM', async () => {
     const port = await freePort();
     const child = spawnServer('dfe-keda-shim', ['run', '--host', '127.0.0.1', '--port', String(port)]);
     try {
@@ -177,7 +168,7 @@ describe('production install (the Dockerfile runtime stage, replayed)', () => {
     expect(code, child.output()).toBe(0);
   });
 
-  it.skipIf(notWrittenYet('dfe-hunt-runner'))('the runner stays up with ClickHouse down, probes answer, and exits 0 on SIGTERM', async () => {
+  it('the runner stays up with ClickHouse down, probes answer, and exits 0 on SIGTERM', async () => {
     const port = await freePort();
     const child = spawnServer('dfe-hunt-runner', ['run', '--metrics-host', '127.0.0.1', '--metrics-port', String(port), '--poll', '1'], {
       DFE_HUNTS_DIR: root(join(stage.workdir, 'examples', 'hunts')),

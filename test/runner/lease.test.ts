@@ -6,6 +6,7 @@ import { openClickHouse } from '../../src/clickhouse/client.js';
 import { applySchema } from '../../src/coordination/topology.js';
 import { startRunner } from '../../src/runner/start.js';
 import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
+import { needs } from '../helpers/requirement.js';
 import { createOutputTable, outputHunt, outputRows, runnerConfig, tempHuntsDir } from '../helpers/runner-fixtures.js';
 
 /**
@@ -72,7 +73,9 @@ describe('the lease of a won run', () => {
     expect(newest, 'the newest lease row is the release').toMatchObject({ owner: 'racer', lease_until: 0 });
   });
 
-  it.skipIf(Boolean(process.env.DFE_CLICKHOUSE_URL))(
+  // The failure to open a session is libchdb's one-data-directory-per-process rule: embedded only.
+  const embeddedOnly = process.env.DFE_CLICKHOUSE_URL ? 'embedded engine only: the session failure is libchdb refusing a second data directory, and this run uses a server (DFE_CLICKHOUSE_URL)' : undefined;
+  needs(embeddedOnly, 'mode').it(
     'a run that cannot open its session stops renewing its lease',
     async () => {
       const id = 'no-session';

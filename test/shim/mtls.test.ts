@@ -3,10 +3,12 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { listenShim } from '../../src/shim/server.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { compiled, makeApp, shimConfig, type AppUnderTest } from '../helpers/shim.js';
+import { missing, tools } from '../helpers/tools.js';
+import { needs } from '../helpers/requirement.js';
 
 /**
  * issue 9 item 13: optional client-certificate TLS (KEDA's `tls` auth mode),
@@ -17,10 +19,13 @@ import { compiled, makeApp, shimConfig, type AppUnderTest } from '../helpers/shi
 const dir = mkdtempSync(join(tmpdir(), 'dfe-shim-mtls-'));
 const at = (name: string) => join(dir, name);
 
+const opensslMissing = missing('openssl');
+
+/** openssl present but failing is a failure everywhere, not a skip. */
 function openssl(args: string[]): boolean {
-  const run = spawnSync('openssl', args, { encoding: 'utf8' });
-  if (run.status !== 0) console.warn(`openssl ${args[0]} failed: ${run.error?.message ?? run.stderr}`);
-  return run.status === 0;
+  const run = spawnSync(tools.openssl!, args, { encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`openssl ${args.join(' ')} failed: ${run.error?.message ?? run.stderr}`);
+  return true;
 }
 
 /** A CA, and a client certificate signed by it (clientAuth usage, as KEDA's would be). */
@@ -34,10 +39,10 @@ function makeCaAndClient(prefix: string): boolean {
 }
 
 const haveCerts =
+  opensslMissing === undefined &&
   openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', at('server.key'), '-out', at('server.crt')]) &&
   makeCaAndClient('right') &&
   makeCaAndClient('wrong');
-if (!haveCerts) console.warn('skipping mTLS tests: openssl could not make the certificates');
 
 let db: TestDatabase;
 let t: AppUnderTest;
@@ -75,7 +80,7 @@ function getWith(client: 'none' | 'right' | 'wrong'): Promise<Outcome> {
   });
 }
 
-describe.skipIf(!haveCerts)('client-certificate TLS', () => {
+needs(opensslMissing).describe('client-certificate TLS', () => {
   it('no client certificate → refused in the handshake', async () => {
     expect((await getWith('none')).kind).toBe('refused');
   });

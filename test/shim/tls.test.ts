@@ -8,6 +8,8 @@ import { isDfeError } from '../../src/errors.js';
 import { listenShim } from '../../src/shim/server.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { compiled, makeApp, type AppUnderTest } from '../helpers/shim.js';
+import { missing, tools } from '../helpers/tools.js';
+import { needs } from '../helpers/requirement.js';
 
 /**
  * TLS on the listener, through a real socket (a self-signed certificate made
@@ -16,13 +18,15 @@ import { compiled, makeApp, type AppUnderTest } from '../helpers/shim.js';
 const dir = mkdtempSync(join(tmpdir(), 'dfe-shim-tls-'));
 const certFile = join(dir, 'tls.crt');
 const keyFile = join(dir, 'tls.key');
-const openssl = spawnSync(
-  'openssl',
+const opensslMissing = missing('openssl');
+const openssl = opensslMissing ? undefined : spawnSync(
+  tools.openssl!,
   ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', keyFile, '-out', certFile],
   { encoding: 'utf8' },
 );
-const haveCert = openssl.status === 0;
-if (!haveCert) console.warn(`skipping TLS tests: openssl could not make a certificate (${openssl.error?.message ?? openssl.stderr})`);
+// openssl present but failing is a failure everywhere, not a skip.
+if (openssl && openssl.status !== 0) throw new Error(`openssl could not make a certificate: ${openssl.error?.message ?? openssl.stderr}`);
+const haveCert = openssl !== undefined;
 
 let db: TestDatabase;
 let t: AppUnderTest;
@@ -55,7 +59,7 @@ function getJson(path: string): Promise<{ status: number; body: unknown }> {
   });
 }
 
-describe.skipIf(!haveCert)('TLS listener', () => {
+needs(opensslMissing).describe('TLS listener', () => {
   it('is not ready before listening, then serves queries and readyz over https', async () => {
     expect((await t.app.inject({ url: '/readyz' })).statusCode).toBe(503);
     base = await listenShim(t.app, { host: '127.0.0.1', port: 0 });

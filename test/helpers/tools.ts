@@ -1,14 +1,15 @@
 /**
- * The external tools the chart tests drive (helm, kubeconform, shellcheck), where they are,
- * and thin wrappers that run them. .ci/install-chart-tools.sh installs all of them; a test
- * whose tool is missing is skipped with a message that says so.
+ * The external tools the tests drive (helm, kubeconform, shellcheck, openssl, promtool), where
+ * they are, and thin wrappers that run them. The .ci/install-*.sh scripts install them; a test
+ * whose tool is missing goes through test/helpers/requirement.ts (`needs(missing(…))`): a
+ * printed skip on a laptop, a failure with the install hint under CI=true.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { coreSchemas, crdSchemas, writeSchemas } from './k8s-schemas.js';
+import { coreSchemas, crdSchemas, writeSchemas } from '../chart/k8s-schemas.js';
 
 export const REPO = resolve(import.meta.dirname, '..', '..');
 export const CHART = join(REPO, 'charts', 'dfe-keda-shim');
@@ -19,28 +20,44 @@ const CRDS = process.env.DFE_KEDA_CRDS_DIR ?? join(REPO, 'test', 'chart', 'crds'
 /** The Kubernetes version of the OpenAPI spec the install script fetches; helm renders for it. */
 export const KUBE_VERSION = '1.37.2';
 
-const HOW_TO_INSTALL = 'run `bash .ci/install-chart-tools.sh` (go install from the Go proxy, shellcheck from apt)';
+const CHART_TOOLS = 'run `bash .ci/install-chart-tools.sh` (go install from the Go proxy, shellcheck from apt)';
+const HOW_TO_INSTALL = {
+  helm: CHART_TOOLS,
+  kubeconform: CHART_TOOLS,
+  shellcheck: CHART_TOOLS,
+  openApiSpec: CHART_TOOLS,
+  crdsDir: 'the vendored CRDs are missing from test/chart/crds (or DFE_KEDA_CRDS_DIR names a missing directory)',
+  openssl: 'install the openssl CLI (`apt-get install openssl`)',
+  promtool: 'run `bash .ci/install-promtool.sh` (go install from the Go module proxy into .tools/bin)',
+} as const;
 
-function findTool(name: string): string | undefined {
-  const candidates = [join(TOOLS_BIN, name), ...(process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, name))];
-  return candidates.find((path) => path && existsSync(path));
+/**
+ * .tools/bin first, then PATH. `DFE_TEST_<NAME>_BIN` (e.g. DFE_TEST_HELM_BIN) names the binary
+ * to use instead; a path that does not exist hides the tool, to see what a machine without it does.
+ */
+export function findTool(name: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const forced = env[`DFE_TEST_${name.toUpperCase()}_BIN`];
+  if (forced !== undefined && forced !== '') return existsSync(forced) ? forced : undefined;
+  const candidates = [join(TOOLS_BIN, name), ...(env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, name))];
+  return candidates.find((path) => existsSync(path));
 }
 
 export const tools = {
   helm: findTool('helm'),
   kubeconform: findTool('kubeconform'),
   shellcheck: findTool('shellcheck'),
+  openssl: findTool('openssl'),
+  promtool: findTool('promtool'),
   openApiSpec: existsSync(OPENAPI_SPEC) ? OPENAPI_SPEC : undefined,
   crdsDir: existsSync(CRDS) ? CRDS : undefined,
 };
 
-/** Why a group of tests cannot run here, or undefined when it can; printed once. */
+/** Why a group of tests cannot run here (what is missing and how to install it), or undefined when it can. */
 export function missing(...needs: (keyof typeof tools)[]): string | undefined {
   const absent = needs.filter((need) => !tools[need]);
   if (absent.length === 0) return undefined;
-  const reason = `missing ${absent.join(', ')}: ${HOW_TO_INSTALL}`;
-  console.warn(`[chart tests] skipped — ${reason}`);
-  return reason;
+  const hints = [...new Set(absent.map((need) => HOW_TO_INSTALL[need]))];
+  return `missing ${absent.join(', ')}: ${hints.join('; ')}`;
 }
 
 export interface Run {
