@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,8 +12,8 @@ import { goal, int, type BenchLine } from './report.js';
 /**
  * issue #18: a server-mode shim process flooded with 200 000 distinct keys, 500
  * at once. Its peak RSS as a share of the chart's memory limit, goal ≤ 60 %;
- * the Node heap sized as the image sizes it from that limit (scripts/image/node-heap:
- * half), beside Node's default heap. The first 12 000 keys go 24 at once (all fresh:
+ * the Node heap sized as the image sizes it from that limit (scripts/image/node-heap),
+ * beside Node's default heap. The first 12 000 keys go 24 at once (all fresh:
  * the cache full at its bound), the rest 500 at once. The shim queries a real HTTP listener that
  * runs each query on the embedded engine (embedded-front.ts) in this process,
  * so the shim's RSS is its own.
@@ -26,6 +27,15 @@ const FILL_CONCURRENCY = 24;
 const MAX_SECONDS = 420;
 const SHIM_CLI = new URL('../src/cli/shim.js', import.meta.url).pathname;
 const CHART_VALUES = new URL('../../charts/dfe-keda-shim/values.yaml', import.meta.url).pathname;
+const NODE_HEAP = new URL('../../scripts/image/node-heap', import.meta.url).pathname;
+
+/** The heap flags the image's launcher would pass under this memory limit (scripts/image/node-heap, fed a cgroup file). */
+function imageHeapFlags(limitBytes: number, dir: string): string {
+  writeFileSync(join(dir, 'memory.max'), `${limitBytes}\n`);
+  const run = spawnSync('sh', [NODE_HEAP], { env: { PATH: process.env.PATH ?? '', DFE_CGROUP_ROOT: dir }, encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`node-heap failed: ${run.stderr}`);
+  return run.stdout.trim();
+}
 
 /** `kedaShim.resources.limits.memory` of the chart, in bytes (Mi/Gi/M/G or plain). */
 export function chartMemoryLimitBytes(): number {
@@ -58,8 +68,8 @@ async function scrape(url: string, name: string): Promise<number> {
   return Number(match?.[1] ?? NaN);
 }
 
-async function flood(frontUrl: string, overridePath: string, heapMiB: number | undefined): Promise<FloodRun> {
-  const env: Record<string, string> = heapMiB === undefined ? {} : { NODE_OPTIONS: `--max-old-space-size=${heapMiB}` };
+async function flood(frontUrl: string, overridePath: string, nodeFlags: string): Promise<FloodRun> {
+  const env: Record<string, string> = nodeFlags === '' ? {} : { NODE_OPTIONS: nodeFlags };
   const shim = await spawnServer(SHIM_CLI, ['--host', '127.0.0.1', '--port', '{port}', '--clickhouse-url', frontUrl, '--override', overridePath], {
     ...env,
     LOG_LEVEL: 'warn',
@@ -103,8 +113,8 @@ async function flood(frontUrl: string, overridePath: string, heapMiB: number | u
 
 export async function benchKeyFlood(embedded: ClickHouseHandle, database: string): Promise<BenchLine[]> {
   const limit = chartMemoryLimitBytes();
-  const heapMiB = Math.floor(limit / 1024 / 1024 / 2);
   const dir = mkdtempSync(join(tmpdir(), 'dfe-bench-flood-'));
+  const flags = imageHeapFlags(limit, dir);
   const overridePath = join(dir, 'override.yaml');
   writeFileSync(overridePath, `queries:\n  flood:\n    database: ${database}\n    params: [service]\n    sql: "SELECT length({service:String}) AS value"\n`);
   const front = await startEmbeddedFront(embedded);
@@ -115,13 +125,13 @@ export async function benchKeyFlood(embedded: ClickHouseHandle, database: string
     `heap used at end ${mib(r.heapUsed)}, cache ${int(r.filled)} entries after the fill, ${int(r.cacheEntries)} at end; ${int(r.fresh)} fresh, ${r.non200} non-200; ${int(r.sent)} keys in ${Math.round(r.seconds)} s`;
   const markAtText = (r: FloodRun) => [KEYS / 10, KEYS / 2, KEYS].slice(0, r.marks.length).map((n) => `${int(n / 1000)} k`).join('/');
   try {
-    const sized = await flood(front.url, overridePath, heapMiB);
-    const unsized = await flood(front.url, overridePath, undefined);
+    const sized = await flood(front.url, overridePath, flags);
+    const unsized = await flood(front.url, overridePath, '');
     const complete = sized.sent === KEYS;
     return [
       {
         kind: 'figure',
-        name: `shim process, ${int(KEYS)} distinct keys ${CONCURRENCY} at once (server mode over an HTTP front to the embedded engine; heap ${heapMiB} MiB as the image derives it)`,
+        name: `shim process, ${int(KEYS)} distinct keys ${CONCURRENCY} at once (server mode over an HTTP front to the embedded engine; \`${flags}\` as the image derives them from the limit)`,
         measured: describe(sized),
         baseline: `Node's default heap: ${describe(unsized)}`,
         goal: `peak RSS ≤ 60 % of the chart's memory limit (${mib(limit * 0.6)}), all ${int(KEYS)} keys answered 200`,

@@ -21,13 +21,14 @@ function heapFor(files: Record<string, string>, env: Record<string, string> = {}
 }
 
 describe('node-heap', () => {
-  it('half the cgroup v2 or v1 limit in MiB; nothing without a limit; the explicit setting wins', () => {
-    expect(heapFor({ 'memory.max': '268435456\n' })).toBe('128');
-    expect(heapFor({ 'memory/memory.limit_in_bytes': '536870912\n' })).toBe('256');
+  it('old space half the cgroup v2 or v1 limit, semi-space a 64th; nothing without a limit; the explicit heap wins', () => {
+    expect(heapFor({ 'memory.max': '268435456\n' })).toBe('--max-old-space-size=128 --max-semi-space-size=4');
+    expect(heapFor({ 'memory/memory.limit_in_bytes': '2147483648\n' })).toBe('--max-old-space-size=1024 --max-semi-space-size=16');
     expect(heapFor({ 'memory.max': 'max\n' })).toBe('');
     expect(heapFor({ 'memory/memory.limit_in_bytes': '9223372036854771712\n' })).toBe('');
     expect(heapFor({})).toBe('');
-    expect(heapFor({ 'memory.max': '33554432\n' })).toBe('32');
-    expect(heapFor({ 'memory.max': '268435456\n' }, { DFE_NODE_HEAP_MAX_MIB: '96' })).toBe('96');
+    expect(heapFor({ 'memory.max': '33554432\n' })).toBe('--max-old-space-size=32 --max-semi-space-size=2');
+    expect(heapFor({ 'memory.max': '268435456\n' }, { DFE_NODE_HEAP_MAX_MIB: '96' })).toBe('--max-old-space-size=96 --max-semi-space-size=4');
+    expect(heapFor({}, { DFE_NODE_HEAP_MAX_MIB: '96' })).toBe('--max-old-space-size=96');
   });
 });
