@@ -2,11 +2,15 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openClickHouse } from '../../src/clickhouse/client.js';
 import { ManualClock } from '../../src/clock.js';
+import { loadConfig } from '../../src/config/load.js';
 import { silentLogger } from '../../src/log.js';
 import { PeerTargets } from '../../src/shim/last-good/peer-targets.js';
 import { decodeSnapshot, encodeSnapshot } from '../../src/shim/last-good/snapshot-format.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
+import { refusedPort } from '../helpers/faults.js';
+import { freePort } from '../helpers/ports.js';
 import { capturingLogger, compiled, get, makeApp, type AppUnderTest } from './helpers.js';
 
 /**
@@ -116,6 +120,47 @@ describe('GET /internal/last-good', () => {
     const url = `/internal/last-good?${new URLSearchParams({ query: 'one', fingerprint: one.fingerprint, key: JSON.stringify(['one', []])}).toString()}`;
     expect((await get(t.app, url)).status).toBe(401);
     expect((await get(t.app, url, { authorization: 'Bearer peer-token' })).status).toBe(404);
+  });
+});
+
+describe('peer lookup between two listening apps', () => {
+  it('a cold key on a failing ClickHouse gets the peer\'s value and age, with the auth credentials; a wrong secret counts an error and answers cold_hold', async () => {
+    const tokenFile = join(dir, 'peer-token');
+    writeFileSync(tokenFile, 'shared-token\n');
+    const auth = { DFE_KEDA_SHIM_AUTH_MODE: 'bearer', DFE_KEDA_SHIM_AUTH_TOKEN_FILE: tokenFile };
+    const clock = new ManualClock(1_000_000);
+    const coldOne = compiled('one', 'SELECT 7', { coldHold: 3 });
+    const portA = await freePort();
+    const a = await appWith({ ...auth, DFE_KEDA_SHIM_PORT: String(portA) }, clock, [coldOne]);
+    await a.app.listen({ host: '127.0.0.1', port: portA });
+    expect((await get(a.app, '/q/one', { authorization: 'Bearer shared-token' })).body).toMatchObject({ value: 7, source: 'fresh' });
+    clock.advance(4_000);
+
+    const refused = await refusedPort();
+    const failing = await openClickHouse(loadConfig({ DFE_CLICKHOUSE_URL: refused.url }).clickhouse);
+    try {
+      const makeB = async (tokenPath: string) => {
+        const t = await makeApp({
+          queries: [coldOne],
+          clickhouse: failing,
+          clock,
+          env: { DFE_KEDA_SHIM_AUTH_MODE: 'bearer', DFE_KEDA_SHIM_AUTH_TOKEN_FILE: tokenPath, DFE_KEDA_SHIM_PEERS: `http://127.0.0.1:${portA}`, DFE_KEDA_SHIM_PEER_TIMEOUT_MS: '5000' },
+        });
+        apps.push(t);
+        return t;
+      };
+      const b = await makeB(tokenFile);
+      expect((await get(b.app, '/q/one', { authorization: 'Bearer shared-token' })).body).toEqual({ value: 7, source: 'last_good', age_seconds: 4 });
+      expect(await (await b.app.inject('/metrics')).body).toMatch(/dfe_keda_shim_peer_lookups_total\{outcome="found"\} 1/);
+
+      const wrongToken = join(dir, 'wrong-token');
+      writeFileSync(wrongToken, 'other-token\n');
+      const c = await makeB(wrongToken);
+      expect((await get(c.app, '/q/one', { authorization: 'Bearer other-token' })).body).toEqual({ value: 3, source: 'cold_hold', age_seconds: 0 });
+      expect(await (await c.app.inject('/metrics')).body).toMatch(/dfe_keda_shim_peer_lookups_total\{outcome="error"\} 1/);
+    } finally {
+      await failing.close();
+    }
   });
 });
 
