@@ -28,7 +28,7 @@ export interface ExecutorOptions {
   /** Bound of the last-good cache (LRU), default 10 000 keys; ignored when `lastGood` is given. */
   readonly cacheMaxKeys?: number;
   /** The last-good cache with its snapshot and peers (last-good/); default: a bare store of cacheMaxKeys. */
-  readonly lastGood?: Pick<LastGood, 'store' | 'fromPeers'>;
+  readonly lastGood?: Pick<LastGood, 'store' | 'fromPeers' | 'askPeersAhead'>;
   /**
    * Whether the live catalogue still has the query. An answer or a flight that
    * lands after a reload removed its query records no metric or status, so the
@@ -100,7 +100,9 @@ export class QueryExecutor {
     if (reused !== undefined) return reused;
     const startedMs = this.options.clock.nowMs();
     const flight = this.inflight.get(key) ?? this.admit(key, query, params);
+    const cancelPeers = flight === undefined ? undefined : this.peersAhead(key, query, hold);
     const outcome = flight === undefined ? this.overloaded(query) : await settleWithin(flight.promise, query.deadlineMs);
+    cancelPeers?.();
     if (outcome.kind === 'ok') return this.served(query, { source: 'fresh', value: outcome.value, ageSeconds: 0 });
     const reason: FailSafeReason = outcome.kind === 'deadline' ? 'deadline' : outcome.reason;
     const message = outcome.kind === 'deadline' ? `no answer within deadline_ms=${query.deadlineMs}; the query keeps running` : outcome.message;
@@ -198,6 +200,13 @@ export class QueryExecutor {
     const entry = await lastGood.fromPeers(query, key, query.deadlineMs - (this.options.clock.nowMs() - startedMs));
     if (entry !== undefined) this.options.metrics.cacheEntries.set(this.cache.size);
     return entry;
+  }
+
+  /** A cold key waiting on its query: the peers are asked before the deadline runs out (last-good/last-good.ts). */
+  private peersAhead(key: string, query: CompiledQuery, hold: number | undefined): (() => void) | undefined {
+    const lastGood = this.options.lastGood;
+    if (lastGood === undefined || this.cache.peek(key) !== undefined || (query.metricType === 'Value' && hold !== undefined)) return undefined;
+    return lastGood.askPeersAhead(query, key);
   }
 
   private isLive(query: CompiledQuery): boolean {

@@ -9,7 +9,7 @@ import { silentLogger } from '../../src/log.js';
 import { PeerTargets } from '../../src/shim/last-good/peer-targets.js';
 import { decodeSnapshot, encodeSnapshot } from '../../src/shim/last-good/snapshot-format.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
-import { refusedPort } from '../helpers/faults.js';
+import { blackHoleServer, refusedPort } from '../helpers/faults.js';
 import { freePort } from '../helpers/ports.js';
 import { capturingLogger, compiled, get, makeApp, type AppUnderTest } from './helpers.js';
 
@@ -160,6 +160,31 @@ describe('peer lookup between two listening apps', () => {
       expect(await (await c.app.inject('/metrics')).body).toMatch(/dfe_keda_shim_peer_lookups_total\{outcome="error"\} 1/);
     } finally {
       await failing.close();
+    }
+  });
+});
+
+describe('peer lookup ahead of the deadline', () => {
+  it('a hung ClickHouse that takes the whole deadline still leaves the peers time: last_good, not cold_hold', async () => {
+    const clock = new ManualClock(1_000_000);
+    // Generous times: the peer has 2 s to answer on a loaded machine.
+    const slowCold = compiled('one', 'SELECT 7', { coldHold: 3, deadlineMs: 4_000, timeoutSeconds: 10 });
+    const portA = await freePort();
+    const a = await appWith({ DFE_KEDA_SHIM_PORT: String(portA) }, clock, [slowCold]);
+    await a.app.listen({ host: '127.0.0.1', port: portA });
+    expect((await get(a.app, '/q/one')).body).toMatchObject({ value: 7, source: 'fresh' });
+
+    const hung = await blackHoleServer();
+    const handle = await openClickHouse(loadConfig({ DFE_CLICKHOUSE_URL: hung.url }).clickhouse);
+    try {
+      const b = await makeApp({ queries: [slowCold], clickhouse: handle, clock, env: { DFE_KEDA_SHIM_PEERS: `http://127.0.0.1:${portA}`, DFE_KEDA_SHIM_PEER_TIMEOUT_MS: '2000' } });
+      apps.push(b);
+      expect((await get(b.app, '/q/one')).body).toEqual({ value: 7, source: 'last_good', age_seconds: 0 });
+      expect(hung.hits()).toBeGreaterThan(0);
+      expect(await (await b.app.inject('/metrics')).body).toMatch(/dfe_keda_shim_peer_lookups_total\{outcome="found"\} 1/);
+    } finally {
+      await handle.close();
+      await hung.close();
     }
   });
 });

@@ -29,11 +29,13 @@ export class LastGood {
   readonly snapshot: LastGoodSnapshot | undefined;
   private readonly peers: PeerLookup | undefined;
   private readonly clock: Clock;
+  private readonly peerTimeoutMs: number;
 
   constructor(options: LastGoodOptions) {
     const { shim, clock, logger, registry } = options;
     const settings = shim.lastGood;
     this.clock = clock;
+    this.peerTimeoutMs = settings.peerTimeoutMs;
     this.store = new LastGoodStore(shim.cacheMaxKeys);
     this.snapshot =
       settings.snapshotDir === undefined
@@ -65,6 +67,20 @@ export class LastGood {
     const entry = await this.peers.find(query, key, budgetMs);
     if (entry !== undefined) this.store.offer(key, entry);
     return entry;
+  }
+
+  /**
+   * For a cold key whose query is still running: asks the peers in the last
+   * part of the deadline (its last half at most, at most the peer timeout), so
+   * a hung ClickHouse that uses up the whole deadline still leaves them time;
+   * the failure path then joins this lookup. Returns a cancel (the query
+   * answered first). A no-op without peers.
+   */
+  askPeersAhead(query: CompiledQuery, key: string): () => void {
+    if (this.peers === undefined) return () => undefined;
+    const budgetMs = Math.min(this.peerTimeoutMs, Math.floor(query.deadlineMs / 2));
+    const timer = setTimeout(() => void this.fromPeers(query, key, budgetMs), query.deadlineMs - budgetMs);
+    return () => clearTimeout(timer);
   }
 
   /**
