@@ -38,8 +38,6 @@ export interface ShimDeps {
   readonly logger?: Logger;
   /** Default: a fresh Registry of its own. */
   readonly registry?: Registry;
-  /** The port the app listens on once it does (peer lookups skip it); default the configured port. */
-  readonly selfPort?: () => number;
 }
 
 /**
@@ -106,7 +104,7 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
   await auth.prime();
   const metrics = new ShimMetrics(deps.registry);
   const status = new StatusBoard(clock);
-  const lastGood = new LastGood({ shim, clock, logger, registry: metrics.registry, selfPort: deps.selfPort });
+  const lastGood = new LastGood({ shim, clock, logger, registry: metrics.registry });
   await lastGood.open((name) => deps.catalogue.current().queries.get(name)?.fingerprint);
   const executor = new QueryExecutor({
     clickhouse: deps.clickhouse,
