@@ -98,7 +98,7 @@ export class QueryExecutor {
     const key = cacheKey(query.name, query.params, params);
     const reused = this.reuse(key, query);
     if (reused !== undefined) return reused;
-    const startedMs = this.options.clock.nowMs();
+    const startedMs = this.options.clock.monotonicMs();
     const flight = this.inflight.get(key) ?? this.admit(key, query, params);
     const cancelPeers = flight === undefined ? undefined : this.peersAhead(key, query, hold);
     const outcome = flight === undefined ? this.overloaded(query) : await settleWithin(flight.promise, query.deadlineMs);
@@ -197,7 +197,7 @@ export class QueryExecutor {
   private async fromPeers(key: string, query: CompiledQuery, hold: number | undefined, startedMs: number): Promise<GoodValue | undefined> {
     const lastGood = this.options.lastGood;
     if (lastGood === undefined || (query.metricType === 'Value' && hold !== undefined)) return undefined;
-    const entry = await lastGood.fromPeers(query, key, query.deadlineMs - (this.options.clock.nowMs() - startedMs));
+    const entry = await lastGood.fromPeers(query, key, query.deadlineMs - (this.options.clock.monotonicMs() - startedMs));
     if (entry !== undefined) this.options.metrics.cacheEntries.set(this.cache.size);
     return entry;
   }

@@ -64,13 +64,13 @@ export class PeerLookup {
     const { targets, client, clock, logger } = this.options;
     // No time left (the deadline went waiting on ClickHouse): no lookup happens, none is counted.
     if (budgetMs <= 0) return undefined;
-    const startMs = clock.nowMs();
+    const startMs = clock.monotonicMs();
     const peers = (await targets.current()).slice(0, PEER_FANOUT);
     if (peers.length === 0) {
       this.lookups.inc({ outcome: 'no_peers' });
       return undefined;
     }
-    const left = Math.max(1, budgetMs - (clock.nowMs() - startMs));
+    const left = Math.max(1, budgetMs - (clock.monotonicMs() - startMs));
     const search = new URLSearchParams({ query: query.name, fingerprint: query.fingerprint, key });
     const replies: PeerReply[] = await Promise.all(peers.map((peer) => client.ask(peer, search, left)));
     let best: { value: number; ageSeconds: number } | undefined;
