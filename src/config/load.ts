@@ -201,7 +201,7 @@ export function maskUrlCredentials(value: string): string {
 /** What an error message may show of a variable's value: never a password. */
 function shownValue(key: string, value: string | undefined): string {
   if (key === 'DFE_CLICKHOUSE_PASSWORD' || key === 'CLICKHOUSE_PASSWORD') return '[redacted]';
-  if (key === 'DFE_CLICKHOUSE_URL' && value !== undefined) return showValue(maskUrlCredentials(value));
+  if ((key === 'DFE_CLICKHOUSE_URL' || key === 'DFE_KEDA_SHIM_PEERS') && value !== undefined) return showValue(maskUrlCredentials(value));
   return showValue(value);
 }
 
