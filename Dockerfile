@@ -42,8 +42,9 @@ COPY --from=build /src/dist/src ./dist/src
 COPY queries ./queries
 COPY examples ./examples
 # Both programs on PATH without `npm link`: tiny wrappers that exec node on the built entry.
-COPY scripts/image/dfe-keda-shim scripts/image/dfe-hunt-runner /usr/local/bin/
-RUN chmod 0755 /usr/local/bin/dfe-keda-shim /usr/local/bin/dfe-hunt-runner
+# The shim's sizes Node's heap from the container memory limit (node-heap: half of it).
+COPY scripts/image/dfe-keda-shim scripts/image/dfe-hunt-runner scripts/image/node-heap /usr/local/bin/
+RUN chmod 0755 /usr/local/bin/dfe-keda-shim /usr/local/bin/dfe-hunt-runner /usr/local/bin/node-heap
 
 # Read-only root filesystem: nothing writes outside /tmp (mount an emptyDir there).
 ENV NODE_ENV=production \

@@ -7,6 +7,7 @@ import { describeError } from '../src/errors.js';
 import { writePerformanceDocs } from './docs.js';
 import { benchDueQuery } from './due-query.js';
 import { benchDistinctParams } from './memory-bench.js';
+import { benchKeyFlood } from './key-flood-bench.js';
 import { benchInstallSize, benchSoak, benchStartAndIdle } from './pod-bench.js';
 import { formatLine, runPassed, summary, type BenchLine } from './report.js';
 import { benchRunner } from './runner-bench.js';
@@ -55,6 +56,7 @@ async function main(): Promise<number> {
     { name: 'pod sizing, RSS under load', run: () => benchSoak(target, soak) },
     { name: 'pod sizing, install size', run: () => benchInstallSize() },
     { name: 'shim, distinct parameter values', run: () => benchDistinctParams(embedded, 'bench_shim') },
+    { name: 'shim, key flood memory', run: () => benchKeyFlood(embedded, 'bench_shim') },
     { name: 'runner', run: () => benchRunner(embedded, embeddedPath) },
     { name: 'due query', run: () => benchDueQuery(embedded.client) },
     { name: 'smoothing', run: () => benchSmoothing() },

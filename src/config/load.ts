@@ -33,6 +33,15 @@ export interface ShimConfig {
   readonly overridePath: string | undefined;
   readonly cacheMaxKeys: number;
   readonly reloadIntervalMs: number;
+  /** The last-good cache's snapshot and peers (docs/failsafe.md#snapshot-and-peers). */
+  readonly lastGood: {
+    /** Unset: no snapshot. */
+    readonly snapshotDir: string | undefined;
+    readonly snapshotIntervalMs: number;
+    /** Base URLs; empty: no peer lookups. */
+    readonly peers: readonly string[];
+    readonly peerTimeoutMs: number;
+  };
   /** Queries one catalogue file may define (a bigger file is rejected before it is turned into objects). */
   readonly maxQueries: number;
   readonly auth: {
@@ -216,7 +225,7 @@ function maskUrlCredentials(value: string): string {
 /** What an error message may show of a variable's value: never a password. */
 function shownValue(key: string, value: string | undefined): string {
   if (key === 'DFE_CLICKHOUSE_PASSWORD' || key === 'CLICKHOUSE_PASSWORD') return '[redacted]';
-  if (key === 'DFE_CLICKHOUSE_URL' && value !== undefined) return showValue(maskUrlCredentials(value));
+  if ((key === 'DFE_CLICKHOUSE_URL' || key === 'DFE_KEDA_SHIM_PEERS') && value !== undefined) return showValue(maskUrlCredentials(value));
   return showValue(value);
 }
 
@@ -297,6 +306,12 @@ function build(e: ParsedEnv, notices: readonly string[]): AppConfig {
       overridePath: e.DFE_KEDA_SHIM_QUERY_CONFIG,
       cacheMaxKeys: e.DFE_KEDA_SHIM_CACHE_MAX_KEYS,
       reloadIntervalMs: e.DFE_KEDA_SHIM_RELOAD_INTERVAL_MS,
+      lastGood: {
+        snapshotDir: e.DFE_KEDA_SHIM_SNAPSHOT_DIR,
+        snapshotIntervalMs: e.DFE_KEDA_SHIM_SNAPSHOT_INTERVAL_MS,
+        peers: e.DFE_KEDA_SHIM_PEERS ?? [],
+        peerTimeoutMs: e.DFE_KEDA_SHIM_PEER_TIMEOUT_MS,
+      },
       maxQueries: e.DFE_KEDA_SHIM_MAX_QUERIES,
       auth: {
         mode: e.DFE_KEDA_SHIM_AUTH_MODE,

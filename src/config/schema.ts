@@ -99,6 +99,22 @@ const crashloopRule = z
   })
   .refine((r) => r === null || (r.failures >= 1 && r.windowSeconds >= 1), { message: 'needs K ≥ 1 and SECONDS ≥ 1, or off' });
 
+/** `http://host:port[,…]`: base URLs of peer shims, without path, query or credentials. */
+export const peerUrls = z
+  .string()
+  .trim()
+  .transform((v) => v.split(',').map((u) => u.trim()).filter((u) => u !== ''))
+  .refine((urls) => urls.every(isPeerUrl), { message: 'must be comma-separated base URLs such as http://dfe-keda-shim-peers:8080 (no path, query or credentials)' });
+
+function isPeerUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '' && url.pathname === '/' && url.search === '' && url.hash === '';
+  } catch {
+    return false;
+  }
+}
+
 /** Raw environment (strings), keyed by variable name. */
 export const envSchema = z.object({
   DFE_CLICKHOUSE_BACKEND: z.enum(['auto', 'server', 'embedded']).default('auto'),
@@ -124,6 +140,12 @@ export const envSchema = z.object({
   DFE_KEDA_SHIM_OTEL_DATABASE: databaseName.optional(),
   DFE_KEDA_SHIM_CACHE_MAX_KEYS: positiveInteger.default(10_000),
   DFE_KEDA_SHIM_RELOAD_INTERVAL_MS: positiveNumber.default(2_000),
+  /** Directory of the last-good snapshot (docs/failsafe.md#snapshot-and-peers); unset: no snapshot. */
+  DFE_KEDA_SHIM_SNAPSHOT_DIR: z.string().trim().min(1).optional(),
+  DFE_KEDA_SHIM_SNAPSHOT_INTERVAL_MS: positiveNumber.default(10_000),
+  /** Comma-separated base URLs of the peer replicas; each host is resolved to all its addresses (a headless Service). */
+  DFE_KEDA_SHIM_PEERS: peerUrls.optional(),
+  DFE_KEDA_SHIM_PEER_TIMEOUT_MS: positiveNumber.default(250),
   DFE_KEDA_SHIM_MAX_QUERIES: positiveInteger.default(1_000),
   DFE_KEDA_SHIM_AUTH_MODE: z.enum(['none', 'bearer', 'apiKey', 'basic']).default('none'),
   DFE_KEDA_SHIM_AUTH_TOKEN_FILE: z.string().min(1).optional(),

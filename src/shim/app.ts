@@ -11,6 +11,8 @@ import { AuthGuard } from './auth.js';
 import type { ShimContext, ShimRouteOptions } from './context.js';
 import { shimErrorHandler } from './error-handler.js';
 import { QueryExecutor } from './executor.js';
+import { LastGood } from './last-good/last-good.js';
+import { lastGoodRoutes } from './last-good/route.js';
 import { ShimMetrics } from './metrics.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
@@ -52,6 +54,7 @@ export const shimPlugin: FastifyPluginAsync<ShimRouteOptions> = async (app, opti
   await app.register(statusRoutes, options);
   await app.register(openApiRoutes, options);
   await app.register(queryRoutes, options);
+  await app.register(lastGoodRoutes, options);
 };
 
 function onCatalogueEvent(ctx: ShimContext, logger: Logger, event: CatalogueEvent): void {
@@ -101,13 +104,15 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
   await auth.prime();
   const metrics = new ShimMetrics(deps.registry);
   const status = new StatusBoard(clock);
+  const lastGood = new LastGood({ shim, clock, logger, registry: metrics.registry });
+  await lastGood.open((name) => deps.catalogue.current().queries.get(name)?.fingerprint);
   const executor = new QueryExecutor({
     clickhouse: deps.clickhouse,
     clock,
     logger,
     metrics,
     status,
-    cacheMaxKeys: shim.cacheMaxKeys,
+    lastGood,
     isLive: (name) => deps.catalogue.current().queries.has(name),
   });
   const ctx: ShimContext = {
@@ -115,6 +120,7 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
     clickhouse: deps.clickhouse,
     shim,
     executor,
+    lastGood,
     auth,
     metrics,
     status,
@@ -149,7 +155,10 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
   app.addHook('preClose', async () => {
     ctx.lifecycle.state = 'closing';
   });
-  app.addHook('onClose', async () => unsubscribe());
+  app.addHook('onClose', async () => {
+    unsubscribe();
+    await lastGood.close();
+  });
   // A request in flight when close began came on a keep-alive socket that
   // Node's server.close() only reaps when idle: end it with this answer, or
   // close would wait for the client to hang up.

@@ -42,7 +42,7 @@ function constantTimeEqual(given: string, expected: string): boolean {
 }
 
 /** A mounted secret's content as compared: only trailing line endings are dropped. */
-function secretText(content: string): string {
+export function secretText(content: string): string {
   return content.replace(/(?:\r?\n)+$/, '');
 }
 

@@ -3,6 +3,7 @@ import type { ClickHouseHandle } from '../clickhouse/client.js';
 import type { ShimConfig } from '../config/load.js';
 import type { AuthGuard } from './auth.js';
 import type { QueryExecutor } from './executor.js';
+import type { LastGood } from './last-good/last-good.js';
 import type { ShimMetrics } from './metrics.js';
 import type { StatusBoard } from './status-board.js';
 
@@ -12,6 +13,8 @@ export interface ShimContext {
   readonly clickhouse: Pick<ClickHouseHandle, 'backend' | 'target' | 'client' | 'afterQueryError'>;
   readonly shim: ShimConfig;
   readonly executor: QueryExecutor;
+  /** The last-good cache, its snapshot and peers (last-good/). */
+  readonly lastGood: LastGood;
   /** Auth of the query routes (mode `none`: allows all). */
   readonly auth: AuthGuard;
   readonly metrics: ShimMetrics;

@@ -6,6 +6,8 @@ import type { Logger } from '../log.js';
 import { missedHold, onFailure, reusable, type Answer, type GoodValue } from './decision.js';
 import { fly, type FlightOutcome, type FlightReport } from './flight.js';
 import { cacheKey, type DeclaredParams } from './key.js';
+import type { LastGood } from './last-good/last-good.js';
+import { LastGoodStore } from './last-good/store.js';
 import type { FailSafeReason, ShimMetrics } from './metrics.js';
 import type { StatusBoard } from './status-board.js';
 import { servedValue } from './value.js';
@@ -23,8 +25,10 @@ export interface ExecutorOptions {
   readonly logger: Logger;
   readonly metrics: ShimMetrics;
   readonly status: StatusBoard;
-  /** Bound of the last-good cache (LRU), default 10 000 keys. */
+  /** Bound of the last-good cache (LRU), default 10 000 keys; ignored when `lastGood` is given. */
   readonly cacheMaxKeys?: number;
+  /** The last-good cache with its snapshot and peers (last-good/); default: a bare store of cacheMaxKeys. */
+  readonly lastGood?: Pick<LastGood, 'store' | 'fromPeers' | 'askPeersAhead'>;
   /**
    * Whether the live catalogue still has the query. An answer or a flight that
    * lands after a reload removed its query records no metric or status, so the
@@ -35,10 +39,6 @@ export interface ExecutorOptions {
   readonly maxInflight?: number;
   /** Most in flight for one catalogue query (all its keys together). */
   readonly maxInflightPerQuery?: number;
-}
-
-interface CacheEntry extends GoodValue {
-  readonly query: string;
 }
 
 interface Flight {
@@ -61,7 +61,7 @@ export const MAX_INFLIGHT = 200;
 export const MAX_INFLIGHT_PER_QUERY = 32;
 
 export class QueryExecutor {
-  private readonly cache: LRUCache<string, CacheEntry>;
+  private readonly cache: LastGoodStore;
   private readonly inflight = new Map<string, Flight>();
   /** Bumped when a query changes or goes, so a flight of the old definition cannot write the cache. */
   private readonly epochs = new Map<string, number>();
@@ -72,9 +72,8 @@ export class QueryExecutor {
   private readonly runningPerQuery = new Map<string, number>();
 
   constructor(private readonly options: ExecutorOptions) {
-    const max = options.cacheMaxKeys ?? 10_000;
-    this.cache = new LRUCache({ max });
-    this.lastLoggedMs = new LRUCache({ max });
+    this.cache = options.lastGood?.store ?? new LastGoodStore(options.cacheMaxKeys);
+    this.lastLoggedMs = new LRUCache({ max: this.cache.maxKeys });
   }
 
   /** ClickHouse queries started so far (tests and /status). */
@@ -99,12 +98,16 @@ export class QueryExecutor {
     const key = cacheKey(query.name, query.params, params);
     const reused = this.reuse(key, query);
     if (reused !== undefined) return reused;
+    const startedMs = this.options.clock.monotonicMs();
     const flight = this.inflight.get(key) ?? this.admit(key, query, params);
+    const cancelPeers = flight === undefined ? undefined : this.peersAhead(key, query, hold);
     const outcome = flight === undefined ? this.overloaded(query) : await settleWithin(flight.promise, query.deadlineMs);
+    cancelPeers?.();
     if (outcome.kind === 'ok') return this.served(query, { source: 'fresh', value: outcome.value, ageSeconds: 0 });
     const reason: FailSafeReason = outcome.kind === 'deadline' ? 'deadline' : outcome.reason;
     const message = outcome.kind === 'deadline' ? `no answer within deadline_ms=${query.deadlineMs}; the query keeps running` : outcome.message;
-    const answer = onFailure(this.cache.get(key), query, this.options.clock.nowMs(), hold);
+    const entry = this.cache.get(key) ?? (await this.fromPeers(key, query, hold, startedMs));
+    const answer = onFailure(entry, query, this.options.clock.nowMs(), hold);
     if (this.isLive(query)) this.options.metrics.failsafeAnswers.inc({ query: query.name, reason });
     this.logFailure(key, query, params, reason, message, answer);
     if (answer.source === 'last_good' && missedHold(query, hold)) this.warnNoHold(query);
@@ -124,7 +127,7 @@ export class QueryExecutor {
       this.epochs.set(name, (this.epochs.get(name) ?? 0) + 1);
       this.warnedNoHold.delete(name);
     }
-    for (const [key, entry] of this.cache.entries()) if (gone.has(entry.query)) this.cache.delete(key);
+    this.cache.dropQueries(gone);
     for (const key of this.inflight.keys()) if (gone.has(queryOfKey(key))) this.inflight.delete(key);
     this.options.metrics.cacheEntries.set(this.cache.size);
   }
@@ -165,7 +168,7 @@ export class QueryExecutor {
       }
       // Failures never write the cache; a flight of a since-changed definition neither.
       if (outcome.kind === 'ok' && (this.epochs.get(query.name) ?? 0) === epoch) {
-        this.cache.set(key, { query: query.name, value: outcome.value, atMs: clock.nowMs() });
+        this.cache.set(key, { query: query.name, fingerprint: query.fingerprint, value: outcome.value, atMs: clock.nowMs() });
         metrics.cacheEntries.set(this.cache.size);
       }
       if (outcome.kind === 'failed' && live) status.failed(query.name, outcome.reason, outcome.message);
@@ -184,6 +187,26 @@ export class QueryExecutor {
       reason: 'overload',
       message: `not started: ${this.running} of at most ${max} queries in flight, ${this.runningPerQuery.get(query.name) ?? 0} of at most ${maxPerQuery} of this query (slow or stalled answers)`,
     };
+  }
+
+  /**
+   * A cold key on the failure path: the peer replicas' entry, within what is
+   * left of the deadline (docs/failsafe.md#snapshot-and-peers). Not asked when
+   * `hold` answers anyway.
+   */
+  private async fromPeers(key: string, query: CompiledQuery, hold: number | undefined, startedMs: number): Promise<GoodValue | undefined> {
+    const lastGood = this.options.lastGood;
+    if (lastGood === undefined || (query.metricType === 'Value' && hold !== undefined)) return undefined;
+    const entry = await lastGood.fromPeers(query, key, query.deadlineMs - (this.options.clock.monotonicMs() - startedMs));
+    if (entry !== undefined) this.options.metrics.cacheEntries.set(this.cache.size);
+    return entry;
+  }
+
+  /** A cold key waiting on its query: the peers are asked before the deadline runs out (last-good/last-good.ts). */
+  private peersAhead(key: string, query: CompiledQuery, hold: number | undefined): (() => void) | undefined {
+    const lastGood = this.options.lastGood;
+    if (lastGood === undefined || this.cache.peek(key) !== undefined || (query.metricType === 'Value' && hold !== undefined)) return undefined;
+    return lastGood.askPeersAhead(query, key);
   }
 
   private isLive(query: CompiledQuery): boolean {

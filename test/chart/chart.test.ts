@@ -107,6 +107,10 @@ MATRIX['monitoring forced on, dashboard, extra manifests'] = {
     'apiVersion: v1\nkind: Secret\nmetadata:\n  name: {{ .Release.Name }}-extra-text\nstringData:\n  ns: {{ .Release.Namespace }}\n',
   ],
 };
+MATRIX['no snapshot, no peers, heap set'] = {
+  ...CH,
+  kedaShim: { heapMaxMiB: 96, lastGood: { snapshot: { enabled: false }, peers: { enabled: false } } },
+};
 MATRIX['PodMonitors, shim TLS'] = {
   ...CH,
   kedaShim: { tls: { enabled: true, existingSecret: 'shim-tls' } },
@@ -231,6 +235,38 @@ needs(skip).describe('helm chart', () => {
     const legacy = envOf(container(one(helmTemplate({ ...CH, huntRunner: { smoothing: { enabled: false } } }).manifests, 'Deployment', '-hunt-runner'), 'hunt-runner'));
     expect(legacy.DFE_HUNT_SMOOTHING_ENABLED).toBe('false');
     expect(legacy.DFE_HUNT_SMOOTHING).toBeUndefined();
+  });
+
+  it('shim replicas: 2 by default, a headless Service of them, an emptyDir snapshot and the peer URL in the env', () => {
+    const { manifests } = render('defaults');
+    const shim = one(manifests, 'Deployment', '-shim');
+    expect(shim.spec.replicas).toBe(2);
+    const peers = one(manifests, 'Service', '-shim-peers');
+    expect(peers.spec.clusterIP).toBe('None');
+    expect(peers.spec.selector).toEqual(shim.spec.selector.matchLabels);
+    expect(peers.spec.ports).toEqual([{ name: 'http', port: 8080, targetPort: 'http', protocol: 'TCP' }]);
+    expect(podSpec(shim).volumes).toContainEqual({ name: 'last-good', emptyDir: { sizeLimit: '16Mi' } });
+    const c = container(shim, 'shim');
+    expect(c.volumeMounts).toContainEqual({ name: 'last-good', mountPath: '/var/lib/dfe-keda-shim/last-good' });
+    expect(envOf(c)).toMatchObject({
+      DFE_KEDA_SHIM_SNAPSHOT_DIR: '/var/lib/dfe-keda-shim/last-good',
+      DFE_KEDA_SHIM_SNAPSHOT_INTERVAL_MS: '10000',
+      DFE_KEDA_SHIM_PEERS: `http://${peers.metadata.name}.${peers.metadata.namespace ?? 'dfe'}.svc:8080`,
+      DFE_KEDA_SHIM_PEER_TIMEOUT_MS: '250',
+    });
+    // The image derives the heap from the memory limit unless a value is set.
+    expect(envOf(c).DFE_NODE_HEAP_MAX_MIB).toBeUndefined();
+    const tls = envOf(container(one(render('PodMonitors, shim TLS').manifests, 'Deployment', '-shim'), 'shim'));
+    expect(tls.DFE_KEDA_SHIM_PEERS).toMatch(/^https:\/\//);
+
+    const off = render('no snapshot, no peers, heap set').manifests;
+    const offShim = one(off, 'Deployment', '-shim');
+    expect(off.filter((m) => m.kind === 'Service' && m.metadata.name.endsWith('-shim-peers'))).toEqual([]);
+    expect(podSpec(offShim).volumes.map((v: { name: string }) => v.name)).not.toContain('last-good');
+    const offEnv = envOf(container(offShim, 'shim'));
+    expect(offEnv.DFE_KEDA_SHIM_SNAPSHOT_DIR).toBeUndefined();
+    expect(offEnv.DFE_KEDA_SHIM_PEERS).toBeUndefined();
+    expect(offEnv.DFE_NODE_HEAP_MAX_MIB).toBe('96');
   });
 
   it('shim PDB: minAvailable 1 of 2 pods by default; none for a single pod, whose PDB would block every node drain', () => {
@@ -416,7 +452,7 @@ needs(skip).describe('helm chart', () => {
     const { manifests } = render('ClickHouse CA, shim TLS, extra volumes');
     const names = (list: { name: string }[]) => list.map((v) => v.name);
     const shim = one(manifests, 'Deployment', '-shim');
-    expect(names(podSpec(shim).volumes)).toEqual(['tmp', 'tls', 'clickhouse-ca', 'shim-extra']);
+    expect(names(podSpec(shim).volumes)).toEqual(['tmp', 'last-good', 'tls', 'clickhouse-ca', 'shim-extra']);
     expect(container(shim, 'shim').volumeMounts).toContainEqual({ name: 'shim-extra', mountPath: '/etc/shim-extra', readOnly: true });
     const runnerMount = { name: 'runner-extra', mountPath: '/etc/runner-extra', readOnly: true };
     const runner = one(manifests, 'Deployment', '-hunt-runner');
@@ -436,12 +472,12 @@ needs(skip).describe('helm chart', () => {
     const shim = one(manifests, 'Deployment', '-shim');
     const runner = one(manifests, 'Deployment', '-hunt-runner');
     const job = one(manifests, 'Job', '-materialise');
-    expect(names(podSpec(shim).volumes)).toEqual(['tmp']);
+    expect(names(podSpec(shim).volumes)).toEqual(['tmp', 'last-good']);
     expect(names(podSpec(runner).volumes)).toEqual(['tmp', 'hunts']);
     expect(names(podSpec(job).volumes)).toEqual(['tmp', 'hunts']);
     const containers = [container(shim, 'shim'), container(runner, 'hunt-runner'), container(job, 'materialise'), ...podSpec(job).initContainers];
     for (const c of containers) {
-      expect(names(c.volumeMounts), c.name).toEqual(c.name === 'schema' ? ['tmp'] : c.name === 'shim' ? ['tmp'] : ['tmp', 'hunts']);
+      expect(names(c.volumeMounts), c.name).toEqual(c.name === 'schema' ? ['tmp'] : c.name === 'shim' ? ['tmp', 'last-good'] : ['tmp', 'hunts']);
       expect(Object.keys(envOf(c)).filter((k) => /CA_CERT|TLS/.test(k)), c.name).toEqual([]);
     }
     expect(container(shim, 'shim').livenessProbe.httpGet).toEqual({ path: '/livez', port: 'http' });
@@ -472,6 +508,8 @@ needs(skip).describe('helm chart', () => {
         from: [
           { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'keda' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'keda-operator' } } },
           { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } } },
+          // The other shim pods (peer lookups of the last-good cache).
+          { podSelector: { matchLabels: one(manifests, 'Deployment', '-shim').spec.selector.matchLabels } },
         ],
       },
     ]);

@@ -1,6 +1,6 @@
 /**
  * promtool (Prometheus' rule and exposition checker), built into .tools/bin by
- * .ci/install-promtool.sh and found like the chart tools (test/chart/tools.ts).
+ * .ci/install-promtool.sh and found like the chart tools (test/helpers/tools.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { REPO, missing, tools } from '../helpers/tools.js';

@@ -27,6 +27,11 @@
 {{- include "dfe-keda-shim.componentName" (dict "root" . "suffix" "shim") -}}
 {{- end -}}
 
+{{/* The shim's headless Service: one DNS name resolving to every ready shim pod (peer lookups). */}}
+{{- define "dfe-keda-shim.shimPeersName" -}}
+{{- include "dfe-keda-shim.componentName" (dict "root" . "suffix" "shim-peers") -}}
+{{- end -}}
+
 {{- define "dfe-keda-shim.runnerName" -}}
 {{- include "dfe-keda-shim.componentName" (dict "root" . "suffix" "hunt-runner") -}}
 {{- end -}}
