@@ -40,6 +40,8 @@ RUN npm install --omit=dev --ignore-scripts --no-audit --no-fund \
 
 COPY --from=build /src/dist/src ./dist/src
 COPY queries ./queries
+# KEDA's external scaler .proto, loaded at run time by the gRPC server (docs/api.md#grpc).
+COPY proto ./proto
 COPY examples ./examples
 # Both programs on PATH without `npm link`: tiny wrappers that exec node on the built entry.
 COPY scripts/image/dfe-keda-shim scripts/image/dfe-hunt-runner /usr/local/bin/
