@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log.js';
 import { startGrpcServer, type RunningGrpc } from '../../../src/shim/grpc/server.js';
 import { openTestDatabase, type TestDatabase } from '../../helpers/clickhouse.js';
+import { promtoolMissing, runPromtool } from '../../monitoring/promtool.js';
 import { compiled, get, makeApp, type AppUnderTest } from '../helpers.js';
 import { scalerClient, type ScalerClient } from './client.js';
 
@@ -135,5 +136,15 @@ describe('metrics', () => {
     expect(text).toMatch(/dfe_keda_shim_grpc_requests_total\{method="GetMetrics",code="INVALID_ARGUMENT"\} [1-9]/);
     expect(text).toMatch(/dfe_keda_shim_grpc_request_duration_seconds_count\{method="IsActive"\} [1-9]/);
     expect(text).toMatch(/dfe_keda_shim_grpc_open_streams 0/);
+  });
+});
+
+describe.skipIf(promtoolMissing('gRPC metrics'))('promtool check metrics', () => {
+  it('accepts the exposition with the gRPC series in it', async () => {
+    const text = (await get(t.app, '/metrics')).body.text as string;
+    expect(text).toMatch(/dfe_keda_shim_grpc_stream_checks_total/);
+    const result = runPromtool(['check', 'metrics'], text);
+    expect(result.output.trim()).toBe('');
+    expect(result.status).toBe(0);
   });
 });
