@@ -22,6 +22,8 @@ import { startBenchShim, type BenchShim } from './servers.js';
  * as startShim starts it with the production check interval (1 s).
  */
 const TRIALS = 20;
+/** The production default of DFE_KEDA_SHIM_GRPC_CHECK_INTERVAL_MS. */
+const CHECK_INTERVAL_MS = 1_000;
 const KEDA_POLLING_INTERVAL_S = 30;
 const LOAD_ROUNDS = 5;
 const LOAD_SECONDS = 3;
@@ -78,6 +80,9 @@ export async function benchRunNowPush(embedded: ClickHouseHandle): Promise<Bench
     for (let trial = 0; trial < TRIALS; trial++) {
       // A new request needs a fire above the watermark that covered the last one.
       await until(async () => (await serverNow()) > covered, 'the ClickHouse clock to pass the last fire');
+      // A request lands at a random point of the check cycle, as a real one does (the wait for
+      // `false` above ends just after a check, which would make every trial the worst case).
+      await sleep(Math.random() * CHECK_INTERVAL_MS);
       const before = stream.messages.length;
       const started = performance.now();
       covered = await coordinator.requestRun('nightly');

@@ -1,6 +1,8 @@
+import { spawn } from 'node:child_process';
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log.js';
+import { protoPath } from '../../../src/shim/grpc/proto.js';
 import { startGrpcServer, type RunningGrpc } from '../../../src/shim/grpc/server.js';
 import { openTestDatabase, type TestDatabase } from '../../helpers/clickhouse.js';
 import { compiled, get, makeApp, type AppUnderTest } from '../helpers.js';
@@ -81,5 +83,33 @@ describe('a reload that removes the query', () => {
     await until(() => stream.ended !== undefined, 'the stream to end');
     expect(stream.ended).toEqual({ code: status.INVALID_ARGUMENT, details: 'unknown query "other"' });
     expect(grpc.streams.size).toBe(0);
+  });
+});
+
+/** A client in its own process: opens one stream, prints `open` at its first message, then waits to be killed. */
+const HOLDER = `
+import { credentials, loadPackageDefinition } from '@grpc/grpc-js';
+import { loadSync } from '@grpc/proto-loader';
+const [proto, address] = process.argv.slice(1);
+const Ctor = loadPackageDefinition(loadSync(proto, { keepCase: true })).externalscaler.ExternalScaler;
+const client = new Ctor(address, credentials.createInsecure());
+const stream = client.StreamIsActive({ name: 'held', namespace: 'ns', scalerMetadata: { query: 'work' } });
+stream.once('data', () => process.stdout.write('open\\n'));
+stream.on('error', () => undefined);
+`;
+
+describe('a client process that dies', () => {
+  it('frees its stream (the connection closes; no cancel was sent)', async () => {
+    const child = spawn(process.execPath, ['--input-type=module', '-e', HOLDER, protoPath(), grpc.address], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      let out = '';
+      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      await until(() => out.includes('open') && grpc.streams.size === 1, 'the child stream to open');
+      child.kill('SIGKILL');
+      await until(() => grpc.streams.size === 0, 'the stream to be freed');
+      expect(grpc.streams.groupCount).toBe(0);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
   });
 });
