@@ -3,7 +3,10 @@
  * trigger, and the shim's gRPC port opened (container, Service, NetworkPolicy, env) only for the
  * gRPC types; rendered by the real helm and validated by kubeconform against KEDA's CRDs.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { byKind, helmTemplate, kubeconform, missing, prepareSchemas, run, tools, CHART, KUBE_VERSION, type Manifest } from './tools.js';
 
 const CH = { clickhouse: { url: 'https://clickhouse.example:8443', existingSecret: 'ch-password' } };
@@ -117,5 +120,55 @@ describe.skipIf(skip)('keda.triggerType', () => {
     expect(fails({ ...CH, keda: { triggerType: 'external' }, kedaShim: { enabled: false }, huntRunner: { autoscaling: { enabled: true, shimAddress: 'http://x:8080' } } })).toMatch(
       /scalerAddress is required/,
     );
+  });
+});
+
+/** An app chart borrowing the pressure template, as test/chart/pressure-template.test.ts builds it. */
+const APP_SCALED_OBJECT = `apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata:
+  name: app
+spec:
+  scaleTargetRef:
+    name: app
+  triggers:
+    {{- include "dfe-keda-shim.pressureTriggers" .Values.pressure | nindent 4 }}
+`;
+
+describe.skipIf(skip)('dfe-keda-shim.pressureTriggers with a gRPC triggerType', () => {
+  let appChart = '';
+  beforeAll(() => {
+    appChart = mkdtempSync(join(tmpdir(), 'dfe-app-chart-'));
+    writeFileSync(join(appChart, 'Chart.yaml'), 'apiVersion: v2\nname: app\nversion: 0.1.0\n');
+    writeFileSync(join(appChart, 'values.yaml'), 'dfe-keda-shim:\n  kedaShim: {enabled: false}\n  huntRunner: {enabled: false}\n');
+    mkdirSync(join(appChart, 'templates'));
+    writeFileSync(join(appChart, 'templates', 'scaledobject.yaml'), APP_SCALED_OBJECT);
+    cpSync(CHART, join(appChart, 'charts', 'dfe-keda-shim'), { recursive: true });
+  });
+  afterAll(() => rmSync(appChart, { recursive: true, force: true }));
+
+  it('renders the metadata the HTTP URL would carry: query, service, hold = target', () => {
+    const { manifests } = helmTemplate({ pressure: { service: 'dfe-loader', triggerType: 'external-push', scalerAddress: 'shim.dfe.svc:9090', target: 70, cpu: false, enableTLS: true } }, appChart);
+    expect(manifests[0]!.spec.triggers).toEqual([
+      {
+        type: 'external-push',
+        name: 'scaling-pressure',
+        metricType: 'Value',
+        metadata: { scalerAddress: 'shim.dfe.svc:9090', query: 'pressure', service: 'dfe-loader', hold: '70', targetValue: '70', activationTargetValue: '0', enableTLS: 'true' },
+      },
+    ]);
+  });
+
+  it.skipIf(skipValidation)('passes kubeconform against KEDA CRDs', () => {
+    const { yaml } = helmTemplate({ pressure: { service: 'dfe-loader', triggerType: 'external', scalerAddress: 'shim.dfe.svc:9090' } }, appChart);
+    const result = kubeconform(prepareSchemas(), yaml);
+    expect(result.status, result.raw).toBe(0);
+    expect(result.resources.map((r) => r.status)).toEqual(['statusValid']);
+  });
+
+  it('needs scalerAddress for a gRPC type', () => {
+    const result = run(tools.helm!, ['template', 'app', appChart, '--values', '-'], JSON.stringify({ pressure: { service: 'x', triggerType: 'external-push', shimAddress: 'http://x:8080' } }));
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toMatch(/scalerAddress \(host:port of the shim's gRPC port\) is required with triggerType external-push/);
   });
 });
