@@ -66,6 +66,14 @@ export class StreamHub {
   /** Adds a stream whose metadata already validated; a new group is checked at once. */
   open(call: ActivityCall, metadata: ScalerMetadata): void {
     const resolved = resolveRequest(this.options.ctx, metadata.query, metadata.raw);
+    // Gone before it was registered: its 'cancelled' event has passed already.
+    if (call.cancelled) return;
+    if (this.closed) {
+      // Shutting down: end it as close() ended the others; KEDA reconnects to another pod.
+      call.end();
+      this.options.onEnd(status.OK);
+      return;
+    }
     const key = cacheKey(resolved.query.name, resolved.query.params, resolved.params);
     let group = this.groups.get(key);
     const fresh = group === undefined;
