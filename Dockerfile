@@ -40,6 +40,8 @@ RUN npm install --omit=dev --ignore-scripts --no-audit --no-fund \
 
 COPY --from=build /src/dist/src ./dist/src
 COPY queries ./queries
+# KEDA's external scaler .proto, loaded at run time by the gRPC server (docs/api.md#grpc).
+COPY proto ./proto
 COPY examples ./examples
 # Both programs on PATH without `npm link`: tiny wrappers that exec node on the built entry.
 # The shim's sizes Node's heap from the container memory limit (node-heap: half of it).

@@ -6,6 +6,7 @@ import { loadConfig } from '../src/config/load.js';
 import { describeError } from '../src/errors.js';
 import { writePerformanceDocs } from './docs.js';
 import { benchDueQuery } from './due-query.js';
+import { benchGrpcCached, benchOpenStreams, benchRunNowPush } from './grpc-bench.js';
 import { benchDistinctParams } from './memory-bench.js';
 import { benchKeyFlood } from './key-flood-bench.js';
 import { benchInstallSize, benchSoak, benchStartAndIdle } from './pod-bench.js';
@@ -57,6 +58,9 @@ async function main(): Promise<number> {
     { name: 'pod sizing, install size', run: () => benchInstallSize() },
     { name: 'shim, distinct parameter values', run: () => benchDistinctParams(embedded, 'bench_shim') },
     { name: 'shim, key flood memory', run: () => benchKeyFlood(embedded, 'bench_shim') },
+    { name: 'grpc, run-now push', run: () => benchRunNowPush(embedded) },
+    { name: 'grpc, cached GetMetrics', run: () => benchGrpcCached(embedded) },
+    { name: 'grpc, open streams', run: () => benchOpenStreams(embedded) },
     { name: 'runner', run: () => benchRunner(embedded, embeddedPath) },
     { name: 'due query', run: () => benchDueQuery(embedded.client) },
     { name: 'smoothing', run: () => benchSmoothing() },

@@ -55,6 +55,8 @@ export interface ShimConfig {
   };
   /** `clientCaFile`: KEDA must present a client certificate signed by it (mutual TLS). */
   readonly tls: { readonly certFile: string; readonly keyFile: string; readonly clientCaFile: string | undefined } | undefined;
+  /** KEDA's external scaler protocol on its own port, same host and TLS files (docs/api.md#grpc); undefined: off. */
+  readonly grpc: { readonly port: number; readonly checkIntervalMs: number } | undefined;
 }
 
 /** What the smoothing controller does (docs/smoothing.md, "Off, observe, on"). */
@@ -140,6 +142,30 @@ const FLAG_TO_ENV: Readonly<Record<string, keyof z.input<typeof envSchema>>> = O
   'cpu-cores': 'DFE_HUNT_SMOOTHING_CPU_CORES',
   weights: 'DFE_HUNT_SMOOTHING_WEIGHTS',
 });
+
+/**
+ * The gRPC port, when set. KEDA's external scalers send no header, token or key,
+ * only a TLS client certificate: with HTTP auth on, the gRPC port must require
+ * one (mTLS), or it would serve the same answers without any check.
+ */
+function grpcSettings(e: ParsedEnv, tls: ShimConfig['tls']): ShimConfig['grpc'] {
+  const port = e.DFE_KEDA_SHIM_GRPC_PORT;
+  if (port === undefined) return undefined;
+  if (port === e.DFE_KEDA_SHIM_PORT) {
+    throw new DfeError('CONFIG_INVALID', `DFE_KEDA_SHIM_GRPC_PORT=${port} is also DFE_KEDA_SHIM_PORT: gRPC needs its own port`, {
+      key: 'DFE_KEDA_SHIM_GRPC_PORT',
+      value: port,
+    });
+  }
+  if (e.DFE_KEDA_SHIM_AUTH_MODE !== 'none' && tls?.clientCaFile === undefined) {
+    throw new DfeError(
+      'CONFIG_INVALID',
+      `DFE_KEDA_SHIM_GRPC_PORT with DFE_KEDA_SHIM_AUTH_MODE=${e.DFE_KEDA_SHIM_AUTH_MODE} needs mutual TLS (DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE): KEDA's external scalers can only authenticate with a client certificate`,
+      { key: 'DFE_KEDA_SHIM_GRPC_PORT', value: port },
+    );
+  }
+  return { port, checkIntervalMs: e.DFE_KEDA_SHIM_GRPC_CHECK_INTERVAL_MS };
+}
 
 /**
  * Old variable names, read as fallbacks so their users can move over without
@@ -283,6 +309,7 @@ function build(e: ParsedEnv, notices: readonly string[]): AppConfig {
     });
   }
   assertAuthFiles(e);
+  const grpc = grpcSettings(e, tls);
   return {
     clickhouse: {
       backend,
@@ -322,6 +349,7 @@ function build(e: ParsedEnv, notices: readonly string[]): AppConfig {
         apiKeyParam: e.DFE_KEDA_SHIM_AUTH_API_KEY_PARAM,
       },
       tls,
+      grpc,
     },
     runner: {
       huntsDir: e.DFE_HUNTS_DIR,

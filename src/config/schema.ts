@@ -135,6 +135,10 @@ export const envSchema = z.object({
   DFE_EMBEDDED_PATH: z.string().min(1).default('./.dfe/clickhouse'),
   DFE_KEDA_SHIM_HOST: z.string().trim().min(1).default('0.0.0.0'),
   DFE_KEDA_SHIM_PORT: port('DFE_KEDA_SHIM_PORT').default(8080),
+  /** KEDA's external / external-push scaler over gRPC (docs/api.md#grpc): off unless a port is set. */
+  DFE_KEDA_SHIM_GRPC_PORT: port('DFE_KEDA_SHIM_GRPC_PORT').optional(),
+  /** How often the open StreamIsActive streams are checked (one query per distinct query + params). */
+  DFE_KEDA_SHIM_GRPC_CHECK_INTERVAL_MS: positiveNumber.default(1_000),
   DFE_KEDA_SHIM_QUERY_CONFIG: z.string().min(1).optional(),
   DFE_KEDA_SHIM_BUILTIN_QUERIES: z.string().min(1).optional(),
   DFE_KEDA_SHIM_OTEL_DATABASE: databaseName.optional(),

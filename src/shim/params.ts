@@ -38,8 +38,8 @@ export function validateParams(query: CompiledQuery, raw: RawQueryString): Decla
   return Object.freeze(out);
 }
 
-/** The text a `hold` may be: a plain decimal number, no sign. */
-const HOLD_TEXT = /^(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
+/** The text a `hold` (and gRPC's target values) may be: a plain decimal number, no sign. */
+export const HOLD_TEXT = /^(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
 
 /**
  * The request parameters as /openapi.json publishes them, from the same facts

@@ -6,6 +6,7 @@ import type { AppConfig } from '../config/load.js';
 import { apiKeyRedactPaths, createLogger, type Logger } from '../log.js';
 import { buildShimApp } from './app.js';
 import { SHIM_CATALOGUE_BUILTINS } from './catalogue-builtins.js';
+import { startGrpcServer, type RunningGrpc } from './grpc/server.js';
 import { listenShim } from './server.js';
 
 export interface StartShimOptions {
@@ -23,6 +24,8 @@ export interface RunningShim {
   readonly catalogue: CatalogueStore;
   /** The logger it writes to (given, or made from config with the API-key redaction paths). */
   readonly logger: Logger;
+  /** The gRPC listener of KEDA's external scalers, when DFE_KEDA_SHIM_GRPC_PORT is set. */
+  readonly grpc: RunningGrpc | undefined;
   /** Stops serving (in-flight answers finish), stops the catalogue reloads, then closes ClickHouse if startShim opened it. */
   close(): Promise<void>;
 }
@@ -59,22 +62,28 @@ export async function startShim(options: StartShimOptions): Promise<RunningShim>
     throw err;
   }
   let closed: Promise<void> | undefined;
+  let grpc: RunningGrpc | undefined;
   const closeRest = async () => {
     catalogue.stop();
     if (owned) await clickhouse.close();
   };
-  const close = () => (closed ??= app.close().then(closeRest));
+  // gRPC first (its streams end, KEDA reconnects elsewhere), then HTTP, then ClickHouse.
+  const close = () => (closed ??= (grpc?.close() ?? Promise.resolve()).then(() => app.close()).then(closeRest));
   let url: string;
   try {
     url = await listenShim(app, { host: config.shim.host, port: config.shim.port });
+    const settings = config.shim.grpc;
+    if (settings !== undefined) {
+      grpc = await startGrpcServer({ ctx: app.shim, shim: config.shim, port: settings.port, checkIntervalMs: settings.checkIntervalMs, logger });
+    }
   } catch (err) {
     await close();
     throw err;
   }
   const source = catalogue.current().source;
   logger.info(
-    { url, backend: clickhouse.backend, target: clickhouse.target, builtin: source.builtinPath, override: source.overridePath ?? null },
+    { url, grpc: grpc?.address ?? null, backend: clickhouse.backend, target: clickhouse.target, builtin: source.builtinPath, override: source.overridePath ?? null },
     'dfe-keda-shim listening',
   );
-  return { app, url, catalogue, logger, close };
+  return { app, url, catalogue, logger, grpc, close };
 }

@@ -3,9 +3,10 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ClickHouseLogLevel, createClient } from '@clickhouse/client';
-import { afterAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, expect, it, vi } from 'vitest';
 import { clickHouseServerAvailability, startClickHouseServer, type ClickHouseServerProcess } from '../helpers/clickhouse-server.js';
 import { freePort } from '../helpers/ports.js';
+import { needs } from '../helpers/requirement.js';
 
 /**
  * Two REAL shim processes (the compiled CLI) over a REAL clickhouse-server that
@@ -108,7 +109,7 @@ async function seed(url: string, rows: number): Promise<void> {
   }
 }
 
-describe.skipIf(server.kind === 'missing')('two shim replicas and a killed clickhouse-server', () => {
+needs(server.kind === 'missing' ? server.reason : undefined).describe('two shim replicas and a killed clickhouse-server', () => {
   it('a replica restarted during the outage agrees with its peer: from its snapshot, and from the peer', async () => {
     ch = await startClickHouseServer();
     await seed(ch.url, 5);

@@ -265,6 +265,32 @@ imagePullSecrets:
 {{- end -}}
 {{- end -}}
 
+{{/* "true" when keda.triggerType talks gRPC to the shim (external, external-push); fails on
+     an unknown type and on kedaShim.auth, which KEDA's external scalers cannot send. */}}
+{{- define "dfe-keda-shim.grpcOn" -}}
+{{- $type := .Values.keda.triggerType -}}
+{{- if not (has $type (list "metrics-api" "external" "external-push")) -}}
+{{- fail (printf "keda.triggerType must be metrics-api, external or external-push, not %q" $type) -}}
+{{- end -}}
+{{- if ne $type "metrics-api" -}}
+{{- if .Values.kedaShim.auth.enabled -}}
+{{- fail (printf "keda.triggerType %s cannot use kedaShim.auth: KEDA's external scalers send no token or key, only a client certificate (use kedaShim.tls.clientAuth)" $type) -}}
+{{- end -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* host:port of the shim's gRPC port for the trigger's scalerAddress: this release's Service
+     unless huntRunner.autoscaling.scalerAddress is set. */}}
+{{- define "dfe-keda-shim.scalerAddress" -}}
+{{- $configured := .Values.huntRunner.autoscaling.scalerAddress -}}
+{{- if $configured -}}
+{{- $configured -}}
+{{- else -}}
+{{- printf "%s.%s.svc.cluster.local:%v" (include "dfe-keda-shim.shimName" .) .Release.Namespace .Values.kedaShim.grpcPort -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "dfe-keda-shim.triggerAuthName" -}}
 {{- include "dfe-keda-shim.componentName" (dict "root" . "suffix" "shim-auth") -}}
 {{- end -}}

@@ -11,7 +11,11 @@ KEDA takes the higher of the two.
 
 Parameters:
   service            ServiceName of the app's gauge rows (required)
-  shimAddress        base URL of the shim (required; https://… when the shim has kedaShim.tls on)
+  shimAddress        base URL of the shim (required for metrics-api; https://… when the shim has kedaShim.tls on)
+  triggerType        metrics-api (default) | external | external-push: KEDA's external scaler on the
+                     shim's gRPC port (docs/api.md#grpc); external-push wakes a sleeping app at once
+  scalerAddress      host:port of the shim's gRPC port (required for external, external-push)
+  enableTLS          true when the shim's gRPC port has TLS (external, external-push)
   target             pressure target, 0-100 (default 70)
   cpu                false to leave out the CPU trigger (default true)
   cpuUtilization     CPU utilisation target, percent (default 70)
@@ -33,7 +37,17 @@ never wakes it; only a hold does.)
 */}}
 {{- define "dfe-keda-shim.pressureTriggers" -}}
 {{- $service := required "dfe-keda-shim.pressureTriggers: service is required" .service -}}
-{{- $shim := required "dfe-keda-shim.pressureTriggers: shimAddress is required" .shimAddress | trimSuffix "/" -}}
+{{- $type := .triggerType | default "metrics-api" -}}
+{{- if not (has $type (list "metrics-api" "external" "external-push")) -}}
+{{- fail (printf "dfe-keda-shim.pressureTriggers: triggerType must be metrics-api, external or external-push, not %q" $type) -}}
+{{- end -}}
+{{- $grpc := ne $type "metrics-api" -}}
+{{- $shim := "" -}}
+{{- if $grpc -}}
+{{- $shim = required (printf "dfe-keda-shim.pressureTriggers: scalerAddress (host:port of the shim's gRPC port) is required with triggerType %s" $type) .scalerAddress -}}
+{{- else -}}
+{{- $shim = required "dfe-keda-shim.pressureTriggers: shimAddress is required" .shimAddress | trimSuffix "/" -}}
+{{- end -}}
 {{- $target := 70 -}}
 {{- if hasKey . "target" }}{{ $target = .target }}{{ end -}}
 {{- $cpuUtilization := 70 -}}
@@ -52,6 +66,21 @@ never wakes it; only a hold does.)
   metadata:
     value: {{ $cpuUtilization | toString | quote }}
 {{- end }}
+{{- if $grpc }}
+- type: {{ $type }}
+  name: scaling-pressure
+  metricType: Value
+  metadata:
+    scalerAddress: {{ $shim | quote }}
+    query: "pressure"
+    service: {{ $service | quote }}
+    hold: {{ $target | toString | quote }}
+    targetValue: {{ $target | toString | quote }}
+    activationTargetValue: {{ $activation | toString | quote }}
+    {{- if .enableTLS }}
+    enableTLS: "true"
+    {{- end }}
+{{- else }}
 - type: metrics-api
   name: scaling-pressure
   metricType: Value
@@ -63,6 +92,7 @@ never wakes it; only a hold does.)
     {{- with .authMode }}
     authMode: {{ . | quote }}
     {{- end }}
+{{- end }}
   {{- with .authenticationRef }}
   authenticationRef:
     name: {{ . }}

@@ -1,16 +1,17 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { CompiledQuery } from '../../catalogue/types.js';
-import { DfeError, isDfeError, showValue } from '../../errors.js';
+import { DfeError } from '../../errors.js';
 import { challengeOf } from '../auth.js';
 import type { ShimContext, ShimRouteOptions } from '../context.js';
 import type { Answer } from '../decision.js';
-import type { DeclaredParams } from '../key.js';
-import { parseHold, validateParams, type RawQueryString } from '../params.js';
+import type { RawQueryString } from '../params.js';
+import { answerRequest, resolveRequest, usable } from '../serve.js';
 import { ANSWER_SCHEMA } from './schemas.js';
 
 /**
- * The query routes: `/q/:name` and KEDA's two fixed paths. Auth (if enabled)
- * guards these only; a 401 happens before any cache or ClickHouse work.
+ * The query routes: `/q/:name` and KEDA's two fixed paths, over the serving
+ * path shared with gRPC (shim/serve.ts). Auth (if enabled) guards these only;
+ * a 401 happens before any cache or ClickHouse work.
  */
 interface AnswerBody {
   readonly value: number;
@@ -18,26 +19,10 @@ interface AnswerBody {
   readonly age_seconds: number;
 }
 
-/** The live catalogue's query of that name; an unknown name is a 404. */
-function liveQuery(ctx: ShimContext, name: string): CompiledQuery {
-  const query = ctx.catalogue.current().queries.get(name);
-  if (query === undefined) {
-    // No metric series for unknown names: they are request input.
-    throw new DfeError('QUERY_UNKNOWN', `unknown query ${showValue(name)}`, { query: name });
-  }
-  return query;
-}
-
 function bodyOf(query: CompiledQuery, answer: Answer, reply: FastifyReply): AnswerBody {
   void reply.header('cache-control', 'no-store');
-  if (answer.source === 'stale') {
-    throw new DfeError(
-      'STALE',
-      `last good value is ${answer.ageSeconds} s old (max_stale_seconds=${answer.maxStaleSeconds}); ClickHouse is failing`,
-      { query: query.name },
-    );
-  }
-  return { value: answer.value, source: answer.source, age_seconds: answer.ageSeconds };
+  const served = usable(query, answer);
+  return { value: served.value, source: served.source, age_seconds: served.ageSeconds };
 }
 
 /**
@@ -47,20 +32,10 @@ function bodyOf(query: CompiledQuery, answer: Answer, reply: FastifyReply): Answ
  * the error handler either way.
  */
 function answerQuery(ctx: ShimContext, name: string, request: FastifyRequest, reply: FastifyReply): AnswerBody | Promise<AnswerBody> {
-  const query = liveQuery(ctx, name);
-  const raw = request.query as RawQueryString;
-  let params: DeclaredParams;
-  let hold: number | undefined;
-  try {
-    params = validateParams(query, raw);
-    hold = parseHold(query, raw);
-  } catch (err) {
-    if (isDfeError(err, 'PARAM_INVALID')) ctx.metrics.countRequest(query.name, 'bad_request');
-    throw err;
-  }
-  const cached = ctx.executor.cached(query, params);
-  if (cached !== undefined) return bodyOf(query, cached, reply);
-  return ctx.executor.answer(query, params, hold).then((answer) => bodyOf(query, answer, reply));
+  const resolved = resolveRequest(ctx, name, request.query as RawQueryString);
+  const answer = answerRequest(ctx, resolved);
+  if (answer instanceof Promise) return answer.then((a) => bodyOf(resolved.query, a, reply));
+  return bodyOf(resolved.query, answer, reply);
 }
 
 /**
