@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { DfeError, showValue } from '../errors.js';
-import { envSchema, type ParsedEnv } from './schema.js';
+import { ADMISSION_DEFAULTS, envSchema, type ParsedEnv } from './schema.js';
 
 export type Backend = 'server' | 'embedded';
 export type Topology = 'auto' | 'single' | 'replicated';
@@ -44,6 +44,8 @@ export interface ShimConfig {
     readonly apiKeyHeader: string;
     readonly apiKeyParam: string;
   };
+  /** Caps on ClickHouse queries in flight and the bound of the queue waiting for them (docs/failsafe.md#admission). */
+  readonly admission: { readonly maxInflight: number; readonly maxInflightPerQuery: number; readonly maxQueued: number };
   /** `clientCaFile`: KEDA must present a client certificate signed by it (mutual TLS). */
   readonly tls: { readonly certFile: string; readonly keyFile: string; readonly clientCaFile: string | undefined } | undefined;
 }
@@ -232,6 +234,7 @@ function build(e: ParsedEnv): AppConfig {
       key: e.DFE_KEDA_SHIM_TLS_CERT_FILE ? 'DFE_KEDA_SHIM_TLS_KEY_FILE' : 'DFE_KEDA_SHIM_TLS_CERT_FILE',
     });
   }
+  const admission = admissionOf(e, backend);
   return {
     clickhouse: {
       backend,
@@ -256,6 +259,7 @@ function build(e: ParsedEnv): AppConfig {
       cacheMaxKeys: e.DFE_KEDA_SHIM_CACHE_MAX_KEYS,
       reloadIntervalMs: e.DFE_KEDA_SHIM_RELOAD_INTERVAL_MS,
       maxQueries: e.DFE_KEDA_SHIM_MAX_QUERIES,
+      admission,
       auth: {
         mode: e.DFE_KEDA_SHIM_AUTH_MODE,
         tokenFile: e.DFE_KEDA_SHIM_AUTH_TOKEN_FILE,
@@ -297,6 +301,24 @@ function build(e: ParsedEnv): AppConfig {
     },
     log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT },
   };
+}
+
+/** The admission settings, each defaulting per backend; a per-query cap above the global one is an error. */
+function admissionOf(e: ParsedEnv, backend: Backend): ShimConfig['admission'] {
+  const defaults = ADMISSION_DEFAULTS[backend];
+  const admission = {
+    maxInflight: e.DFE_KEDA_SHIM_MAX_INFLIGHT ?? defaults.maxInflight,
+    maxInflightPerQuery: e.DFE_KEDA_SHIM_MAX_INFLIGHT_PER_QUERY ?? Math.min(defaults.maxInflightPerQuery, e.DFE_KEDA_SHIM_MAX_INFLIGHT ?? Infinity),
+    maxQueued: e.DFE_KEDA_SHIM_MAX_QUEUED ?? defaults.maxQueued,
+  };
+  if (admission.maxInflightPerQuery > admission.maxInflight) {
+    throw new DfeError(
+      'CONFIG_INVALID',
+      `invalid DFE_KEDA_SHIM_MAX_INFLIGHT_PER_QUERY=${admission.maxInflightPerQuery}: must be at most DFE_KEDA_SHIM_MAX_INFLIGHT (${admission.maxInflight})`,
+      { key: 'DFE_KEDA_SHIM_MAX_INFLIGHT_PER_QUERY', value: String(admission.maxInflightPerQuery) },
+    );
+  }
+  return admission;
 }
 
 /**

@@ -68,6 +68,7 @@ function onCatalogueEvent(ctx: ShimContext, logger: Logger, event: CatalogueEven
     ctx.metrics.forgetQuery(name);
     ctx.status.forget(name);
   }
+  ctx.metrics.knowQueries(event.catalogue.queries.keys());
   logger.info({ changed: event.changed, removed: event.removed }, 'catalogue reloaded');
   logCatalogueWarnings(logger, event.changed.map((name) => event.catalogue.queries.get(name)));
 }
@@ -100,6 +101,7 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
   const auth = new AuthGuard(shim.auth, logger);
   await auth.prime();
   const metrics = new ShimMetrics(deps.registry);
+  metrics.knowQueries(deps.catalogue.current().queries.keys());
   const status = new StatusBoard(clock);
   const executor = new QueryExecutor({
     clickhouse: deps.clickhouse,
@@ -108,6 +110,7 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
     metrics,
     status,
     cacheMaxKeys: shim.cacheMaxKeys,
+    admission: shim.admission,
     isLive: (name) => deps.catalogue.current().queries.has(name),
   });
   const ctx: ShimContext = {

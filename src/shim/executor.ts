@@ -4,17 +4,23 @@ import type { ClickHouseHandle } from '../clickhouse/client.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { missedHold, onFailure, reusable, type Answer, type GoodValue } from './decision.js';
-import { fly, type FlightOutcome, type FlightReport } from './flight.js';
+import { Admission, type AdmissionLimits, type Ticket } from './admission/admission.js';
+import { BatchCollector, type BatchPolicy } from './admission/batches.js';
+import { waitBudgetMs } from './admission/budget.js';
+import type { Timers } from './admission/timers.js';
+import { flyBatch, type BatchedQuery, type BatchReport } from './batch-flight.js';
+import { fly, type FlightOutcome } from './flight.js';
 import { cacheKey, type DeclaredParams } from './key.js';
-import type { FailSafeReason, ShimMetrics } from './metrics.js';
+import type { FailSafeReason, QueryOutcome, ShimMetrics } from './metrics.js';
 import type { StatusBoard } from './status-board.js';
 import { servedValue } from './value.js';
 
 /**
  * The fail-safe query path (docs/failsafe.md): reuse a young value, else join or start
- * the one ClickHouse query for the key, wait at most `deadline_ms`, and fall
- * back per decision.ts. A query that outlives the deadline keeps running and
- * refreshes the cache when it lands.
+ * the one ClickHouse query for the key — admitted through the fair queue
+ * (admission/), batched with other keys when the query declares `batch:` —
+ * wait at most `deadline_ms`, and fall back per decision.ts. A query that
+ * outlives the deadline keeps running and refreshes the cache when it lands.
  */
 export interface ExecutorOptions {
   /** Read at every query start, so a swapped client is picked up. */
@@ -31,10 +37,13 @@ export interface ExecutorOptions {
    * series the reload dropped do not come back. Default: always.
    */
   readonly isLive?: (queryName: string) => boolean;
-  /** Most ClickHouse queries in flight at once; past it a new query is refused (reason `overload`). */
-  readonly maxInflight?: number;
-  /** Most in flight for one catalogue query (all its keys together). */
-  readonly maxInflightPerQuery?: number;
+  /**
+   * Caps on ClickHouse queries in flight and the bound of the queue waiting for
+   * them (docs/failsafe.md#admission); config resolves the defaults per backend.
+   */
+  readonly admission: AdmissionLimits;
+  /** Give-up and batch-window timers (tests fire them by hand). Default: real ones. */
+  readonly timers?: Timers;
 }
 
 interface CacheEntry extends GoodValue {
@@ -42,23 +51,23 @@ interface CacheEntry extends GoodValue {
 }
 
 interface Flight {
-  readonly promise: Promise<FlightOutcome>;
+  readonly promise: Promise<KeyOutcome>;
+}
+
+/** Not started: no admission slot came before the request's wait budget ran out. */
+type Overload = { readonly kind: 'failed'; readonly reason: 'overload'; readonly message: string };
+type KeyOutcome = FlightOutcome | Overload;
+
+/** One key waiting in an open batch. */
+interface BatchMember {
+  readonly value: string;
+  /** Monotonic ms by which the batch must have a slot for this key to be answered fresh. */
+  readonly giveUpAtMs: number;
+  readonly resolve: (outcome: KeyOutcome) => void;
 }
 
 /** Failures of one key are logged at most this often. */
 export const FAILURE_LOG_INTERVAL_MS = 60_000;
-
-/**
- * Bounds on queries in flight (docs/failsafe.md#one-keys-fault-stays-its-own).
- * Each flight holds one socket for at most timeout_seconds + 0.5 s; the
- * global bound stays under the client's pool (MAX_OPEN_CONNECTIONS, 256), so
- * a query never waits in the pool's queue behind stalled ones, and one query's
- * keys (however many params) take at most 32 of it. Past a bound the new query
- * is not started and not queued: the request is answered from the fail-safe
- * path at once.
- */
-export const MAX_INFLIGHT = 200;
-export const MAX_INFLIGHT_PER_QUERY = 32;
 
 export class QueryExecutor {
   private readonly cache: LRUCache<string, CacheEntry>;
@@ -68,13 +77,16 @@ export class QueryExecutor {
   private readonly lastLoggedMs: LRUCache<string, number>;
   private readonly warnedNoHold = new Set<string>();
   private started = 0;
-  private running = 0;
-  private readonly runningPerQuery = new Map<string, number>();
+  private readonly admission: Admission;
+  private readonly batches: BatchCollector<BatchMember>;
 
   constructor(private readonly options: ExecutorOptions) {
     const max = options.cacheMaxKeys ?? 10_000;
     this.cache = new LRUCache({ max });
     this.lastLoggedMs = new LRUCache({ max });
+    this.admission = new Admission(options.admission, options.clock, options.timers);
+    this.batches = new BatchCollector(options.clock, options.timers);
+    options.metrics.admissionQueued = () => this.admission.queued;
   }
 
   /** ClickHouse queries started so far (tests and /status). */
@@ -99,8 +111,10 @@ export class QueryExecutor {
     const key = cacheKey(query.name, query.params, params);
     const reused = this.reuse(key, query);
     if (reused !== undefined) return reused;
-    const flight = this.inflight.get(key) ?? this.admit(key, query, params);
-    const outcome = flight === undefined ? this.overloaded(query) : await settleWithin(flight.promise, query.deadlineMs);
+    const arrivedMs = this.options.clock.monotonicMs();
+    const flight = this.inflight.get(key) ?? this.launch(key, query, params);
+    const left = query.deadlineMs - (this.options.clock.monotonicMs() - arrivedMs);
+    const outcome = await settleWithin(flight.promise, Math.max(0, left));
     if (outcome.kind === 'ok') return this.served(query, { source: 'fresh', value: outcome.value, ageSeconds: 0 });
     const reason: FailSafeReason = outcome.kind === 'deadline' ? 'deadline' : outcome.reason;
     const message = outcome.kind === 'deadline' ? `no answer within deadline_ms=${query.deadlineMs}; the query keeps running` : outcome.message;
@@ -129,46 +143,16 @@ export class QueryExecutor {
     this.options.metrics.cacheEntries.set(this.cache.size);
   }
 
-  /** Starts the key's query if the bounds allow it; undefined when they do not (nothing is queued). */
-  private admit(key: string, query: CompiledQuery, params: DeclaredParams): Flight | undefined {
-    const max = this.options.maxInflight ?? MAX_INFLIGHT;
-    const maxPerQuery = this.options.maxInflightPerQuery ?? MAX_INFLIGHT_PER_QUERY;
-    const ofQuery = this.runningPerQuery.get(query.name) ?? 0;
-    if (this.running >= max || ofQuery >= maxPerQuery) return undefined;
-    this.running += 1;
-    this.runningPerQuery.set(query.name, ofQuery + 1);
-    const flight = this.start(key, query, params);
-    void flight.promise.then(() => {
-      this.running -= 1;
-      const left = (this.runningPerQuery.get(query.name) ?? 1) - 1;
-      if (left === 0) this.runningPerQuery.delete(query.name);
-      else this.runningPerQuery.set(query.name, left);
-    });
-    return flight;
-  }
-
-  private start(key: string, query: CompiledQuery, params: DeclaredParams): Flight {
-    const { metrics, status, clock, clickhouse } = this.options;
+  /**
+   * The key's flight, registered at once so later requests join it while it
+   * waits for a slot or a batch: one ClickHouse query (or one share of a batch).
+   */
+  private launch(key: string, query: CompiledQuery, params: DeclaredParams): Flight {
     const epoch = this.epochs.get(query.name) ?? 0;
-    this.started += 1;
-    metrics.inflight.inc();
-    const promise = fly(clickhouse.client, query, params, { afterError: clickhouse.afterQueryError }).then((report: FlightReport) => {
-      metrics.inflight.dec();
-      if (this.inflight.get(key) === flight) this.inflight.delete(key);
-      const { outcome } = report;
-      const live = this.isLive(query);
-      if (live) {
-        metrics.queryDuration.observe(
-          { query: query.name, outcome: outcome.kind === 'ok' ? 'success' : outcome.reason },
-          report.durationSeconds,
-        );
-      }
-      // Failures never write the cache; a flight of a since-changed definition neither.
-      if (outcome.kind === 'ok' && (this.epochs.get(query.name) ?? 0) === epoch) {
-        this.cache.set(key, { query: query.name, value: outcome.value, atMs: clock.nowMs() });
-        metrics.cacheEntries.set(this.cache.size);
-      }
-      if (outcome.kind === 'failed' && live) status.failed(query.name, outcome.reason, outcome.message);
+    const waitMs = waitBudgetMs(query.deadlineMs, 0);
+    const run = isBatched(query) ? this.joinBatch(query, params, waitMs) : this.runSingle(query, params, waitMs);
+    const promise = run.then((outcome) => {
+      this.settleKey(key, query, epoch, outcome, flight);
       return outcome;
     });
     const flight: Flight = { promise };
@@ -176,14 +160,99 @@ export class QueryExecutor {
     return flight;
   }
 
-  private overloaded(query: CompiledQuery): Settled {
-    const max = this.options.maxInflight ?? MAX_INFLIGHT;
-    const maxPerQuery = this.options.maxInflightPerQuery ?? MAX_INFLIGHT_PER_QUERY;
-    return {
-      kind: 'failed',
-      reason: 'overload',
-      message: `not started: ${this.running} of at most ${max} queries in flight, ${this.runningPerQuery.get(query.name) ?? 0} of at most ${maxPerQuery} of this query (slow or stalled answers)`,
-    };
+  /** What a key's outcome does to the key: the cache (a good value of the current definition), status. */
+  private settleKey(key: string, query: CompiledQuery, epoch: number, outcome: KeyOutcome, flight: Flight): void {
+    const { metrics, status, clock } = this.options;
+    if (this.inflight.get(key) === flight) this.inflight.delete(key);
+    // Failures never write the cache; a flight of a since-changed definition neither.
+    if (outcome.kind === 'ok' && (this.epochs.get(query.name) ?? 0) === epoch) {
+      this.cache.set(key, { query: query.name, value: outcome.value, atMs: clock.nowMs() });
+      metrics.cacheEntries.set(this.cache.size);
+    }
+    if (outcome.kind === 'failed' && outcome.reason !== 'overload' && this.isLive(query)) status.failed(query.name, outcome.reason, outcome.message);
+  }
+
+  private async runSingle(query: CompiledQuery, params: DeclaredParams, waitMs: number): Promise<KeyOutcome> {
+    const ticket = await this.admit(query, waitMs);
+    if (ticket.kind === 'refused') return this.overload(query, ticket);
+    try {
+      const { clickhouse } = this.options;
+      const report = await this.counted(query, () => fly(clickhouse.client, query, params, { afterError: clickhouse.afterQueryError }));
+      return report.outcome;
+    } finally {
+      ticket.release();
+    }
+  }
+
+  private joinBatch(query: BatchedQuery, params: DeclaredParams, waitMs: number): Promise<KeyOutcome> {
+    const { param, maxSize, windowMs } = query.batch;
+    const value = params[param] ?? '';
+    const fixed = Object.fromEntries(Object.entries(params).filter(([name]) => name !== param));
+    // One open batch per definition and per value of the other params.
+    const group = JSON.stringify([query.name, query.fingerprint, Object.entries(fixed).sort()]);
+    const policy: BatchPolicy = { maxSize, windowMs, maxOpenMs: query.deadlineMs / 4 };
+    const giveUpAtMs = this.options.clock.monotonicMs() + waitMs;
+    return new Promise((resolve) => {
+      this.batches.join(group, { value, giveUpAtMs, resolve }, policy, (members) => void this.runBatch(query, fixed, members));
+    });
+  }
+
+  /** One ClickHouse query for a closed batch; each member gets its own key's outcome. */
+  private async runBatch(query: BatchedQuery, fixed: DeclaredParams, members: readonly BatchMember[]): Promise<void> {
+    const giveUpAtMs = Math.min(...members.map((m) => m.giveUpAtMs));
+    const ticket = await this.admit(query, giveUpAtMs - this.options.clock.monotonicMs());
+    if (ticket.kind === 'refused') {
+      const overload = this.overload(query, ticket);
+      for (const member of members) member.resolve(overload);
+      return;
+    }
+    const values = [...new Set(members.map((m) => m.value))];
+    let report: BatchReport;
+    try {
+      if (this.isLive(query)) this.options.metrics.batchSize.observe({ query: query.name }, values.length);
+      const { clickhouse } = this.options;
+      report = await this.counted(query, () => flyBatch(clickhouse.client, query, values, fixed, { afterError: clickhouse.afterQueryError }));
+    } finally {
+      ticket.release();
+    }
+    const lost: FlightOutcome = { kind: 'failed', reason: 'bad_result', message: 'batch: no outcome for this key' };
+    for (const member of members) member.resolve(report.outcomes.get(member.value) ?? lost);
+  }
+
+  /** A slot for one ClickHouse query of `query`, waiting at most `waitMs`; the wait is observed. */
+  private async admit(query: CompiledQuery, waitMs: number): Promise<Ticket> {
+    const ticket = await this.admission.acquire(query.name, waitMs);
+    if (this.isLive(query)) {
+      const outcome = ticket.kind === 'admitted' ? 'started' : 'overload';
+      this.options.metrics.admissionWait.observe({ query: query.name, outcome }, ticket.waitedMs / 1000);
+    }
+    return ticket;
+  }
+
+  /** Runs one admitted ClickHouse query: the started count, the in-flight gauge and the duration histogram. */
+  private async counted<R extends { readonly durationSeconds: number } & ({ readonly outcome: FlightOutcome } | { readonly queryOutcome: QueryOutcome })>(
+    query: CompiledQuery,
+    run: () => Promise<R>,
+  ): Promise<R> {
+    const { metrics } = this.options;
+    this.started += 1;
+    metrics.inflight.inc();
+    let report: R;
+    try {
+      report = await run();
+    } finally {
+      metrics.inflight.dec();
+    }
+    if (this.isLive(query)) {
+      const outcome = 'queryOutcome' in report ? report.queryOutcome : report.outcome.kind === 'ok' ? 'success' : report.outcome.reason;
+      metrics.queryDuration.observe({ query: query.name, outcome }, report.durationSeconds);
+    }
+    return report;
+  }
+
+  private overload(query: CompiledQuery, ticket: Extract<Ticket, { kind: 'refused' }>): Overload {
+    const why = ticket.why === 'queue_full' ? 'the admission queue is full' : `no slot within ${Math.round(ticket.waitedMs)} ms`;
+    return { kind: 'failed', reason: 'overload', message: `not started: ${why} (${this.admission.describe(query.name)}; slow or stalled answers)` };
   }
 
   private isLive(query: CompiledQuery): boolean {
@@ -224,10 +293,14 @@ function queryOfKey(key: string): string {
   return (JSON.parse(key) as [string])[0];
 }
 
-type Settled = FlightOutcome | { readonly kind: 'deadline' } | { readonly kind: 'failed'; readonly reason: 'overload'; readonly message: string };
+function isBatched(query: CompiledQuery): query is BatchedQuery {
+  return query.batch !== undefined;
+}
+
+type Settled = KeyOutcome | { readonly kind: 'deadline' };
 
 /** The flight's outcome, or `deadline` if it has not settled within `deadlineMs` (the flight goes on). */
-async function settleWithin(promise: Promise<FlightOutcome>, deadlineMs: number): Promise<Settled> {
+async function settleWithin(promise: Promise<KeyOutcome>, deadlineMs: number): Promise<Settled> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<Settled>((resolve) => {
     timer = setTimeout(() => resolve({ kind: 'deadline' }), deadlineMs);
