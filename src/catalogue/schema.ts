@@ -42,7 +42,7 @@ export const MAX_BATCH_SIZE = 10_000;
 /** The optional batch form (docs/catalogue.md#batch): one query answers many keys that differ in one param. */
 const batchSchema = z.strictObject(
   {
-    param: paramName,
+    param: paramName.optional(),
     max_size: z
       .number({ error: `must be a whole number from 1 to ${MAX_BATCH_SIZE}` })
       .int({ error: `must be a whole number from 1 to ${MAX_BATCH_SIZE}` })
@@ -95,3 +95,4 @@ export const rawQuerySchema = z.strictObject({
 
 export type RawQuery = z.output<typeof rawQuerySchema>;
 export const RAW_QUERY_KEYS: readonly string[] = Object.freeze(Object.keys(rawQuerySchema.shape));
+export const BATCH_KEYS: readonly string[] = Object.freeze(Object.keys(batchSchema.shape));
