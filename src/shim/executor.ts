@@ -52,6 +52,8 @@ interface CacheEntry extends GoodValue {
 
 interface Flight {
   readonly promise: Promise<KeyOutcome>;
+  /** Set once its ClickHouse query (or its batch's) has a slot: a deadline before that is an overload. */
+  readonly started: { value: boolean };
 }
 
 /** Not started: no admission slot came before the request's wait budget ran out. */
@@ -64,6 +66,7 @@ interface BatchMember {
   /** Monotonic ms by which the batch must have a slot for this key to be answered fresh. */
   readonly giveUpAtMs: number;
   readonly resolve: (outcome: KeyOutcome) => void;
+  readonly onStart: () => void;
 }
 
 /** Failures of one key are logged at most this often. */
@@ -114,7 +117,9 @@ export class QueryExecutor {
     const arrivedMs = this.options.clock.monotonicMs();
     const flight = this.inflight.get(key) ?? this.launch(key, query, params);
     const left = query.deadlineMs - (this.options.clock.monotonicMs() - arrivedMs);
-    const outcome = await settleWithin(flight.promise, Math.max(0, left));
+    let outcome = await settleWithin(flight.promise, Math.max(0, left));
+    // Still waiting for a slot at the deadline (the give-up timer lost a race under load): not started, so overload.
+    if (outcome.kind === 'deadline' && !flight.started.value) outcome = this.notStarted(query);
     if (outcome.kind === 'ok') return this.served(query, { source: 'fresh', value: outcome.value, ageSeconds: 0 });
     const reason: FailSafeReason = outcome.kind === 'deadline' ? 'deadline' : outcome.reason;
     const message = outcome.kind === 'deadline' ? `no answer within deadline_ms=${query.deadlineMs}; the query keeps running` : outcome.message;
@@ -150,12 +155,14 @@ export class QueryExecutor {
   private launch(key: string, query: CompiledQuery, params: DeclaredParams): Flight {
     const epoch = this.epochs.get(query.name) ?? 0;
     const waitMs = waitBudgetMs(query.deadlineMs, 0);
-    const run = isBatched(query) ? this.joinBatch(query, params, waitMs) : this.runSingle(query, params, waitMs);
+    const started = { value: false };
+    const onStart = () => (started.value = true);
+    const run = isBatched(query) ? this.joinBatch(query, params, waitMs, onStart) : this.runSingle(query, params, waitMs, onStart);
     const promise = run.then((outcome) => {
       this.settleKey(key, query, epoch, outcome, flight);
       return outcome;
     });
-    const flight: Flight = { promise };
+    const flight: Flight = { promise, started };
     this.inflight.set(key, flight);
     return flight;
   }
@@ -172,9 +179,10 @@ export class QueryExecutor {
     if (outcome.kind === 'failed' && outcome.reason !== 'overload' && this.isLive(query)) status.failed(query.name, outcome.reason, outcome.message);
   }
 
-  private async runSingle(query: CompiledQuery, params: DeclaredParams, waitMs: number): Promise<KeyOutcome> {
+  private async runSingle(query: CompiledQuery, params: DeclaredParams, waitMs: number, onStart: () => void): Promise<KeyOutcome> {
     const ticket = await this.admit(query, waitMs);
     if (ticket.kind === 'refused') return this.overload(query, ticket);
+    onStart();
     try {
       const { clickhouse } = this.options;
       const report = await this.counted(query, () => fly(clickhouse.client, query, params, { afterError: clickhouse.afterQueryError }));
@@ -184,7 +192,7 @@ export class QueryExecutor {
     }
   }
 
-  private joinBatch(query: BatchedQuery, params: DeclaredParams, waitMs: number): Promise<KeyOutcome> {
+  private joinBatch(query: BatchedQuery, params: DeclaredParams, waitMs: number, onStart: () => void): Promise<KeyOutcome> {
     const { param, maxSize, windowMs } = query.batch;
     const value = params[param] ?? '';
     const fixed = Object.fromEntries(Object.entries(params).filter(([name]) => name !== param));
@@ -193,7 +201,7 @@ export class QueryExecutor {
     const policy: BatchPolicy = { maxSize, windowMs, maxOpenMs: query.deadlineMs / 4 };
     const giveUpAtMs = this.options.clock.monotonicMs() + waitMs;
     return new Promise((resolve) => {
-      this.batches.join(group, { value, giveUpAtMs, resolve }, policy, (members) => void this.runBatch(query, fixed, members));
+      this.batches.join(group, { value, giveUpAtMs, resolve, onStart }, policy, (members) => void this.runBatch(query, fixed, members));
     });
   }
 
@@ -206,6 +214,7 @@ export class QueryExecutor {
       for (const member of members) member.resolve(overload);
       return;
     }
+    for (const member of members) member.onStart();
     const values = [...new Set(members.map((m) => m.value))];
     let report: BatchReport;
     try {
@@ -248,6 +257,10 @@ export class QueryExecutor {
       metrics.queryDuration.observe({ query: query.name, outcome }, report.durationSeconds);
     }
     return report;
+  }
+
+  private notStarted(query: CompiledQuery): Overload {
+    return { kind: 'failed', reason: 'overload', message: `not started within deadline_ms=${query.deadlineMs} (${this.admission.describe(query.name)}; slow or stalled answers)` };
   }
 
   private overload(query: CompiledQuery, ticket: Extract<Ticket, { kind: 'refused' }>): Overload {
