@@ -4,14 +4,12 @@ import type { ClickHouseHandle } from '../clickhouse/client.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { missedHold, onFailure, reusable, type Answer, type GoodValue } from './decision.js';
-import { Admission, type AdmissionLimits, type Ticket } from './admission/admission.js';
-import { BatchCollector, type BatchPolicy } from './admission/batches.js';
+import type { AdmissionLimits } from './admission/admission.js';
 import { waitBudgetMs } from './admission/budget.js';
 import type { Timers } from './admission/timers.js';
-import { flyBatch, type BatchedQuery, type BatchReport } from './batch-flight.js';
-import { fly, type FlightOutcome } from './flight.js';
+import { Dispatch, type KeyOutcome } from './dispatch.js';
 import { cacheKey, type DeclaredParams } from './key.js';
-import type { FailSafeReason, QueryOutcome, ShimMetrics } from './metrics.js';
+import type { FailSafeReason, ShimMetrics } from './metrics.js';
 import type { StatusBoard } from './status-board.js';
 import { servedValue } from './value.js';
 
@@ -56,18 +54,6 @@ interface Flight {
   readonly started: { value: boolean };
 }
 
-/** Not started: no admission slot came before the request's wait budget ran out. */
-type Overload = { readonly kind: 'failed'; readonly reason: 'overload'; readonly message: string };
-type KeyOutcome = FlightOutcome | Overload;
-
-/** One key waiting in an open batch. */
-interface BatchMember {
-  readonly value: string;
-  /** Monotonic ms by which the batch must have a slot for this key to be answered fresh. */
-  readonly giveUpAtMs: number;
-  readonly resolve: (outcome: KeyOutcome) => void;
-  readonly onStart: () => void;
-}
 
 /** Failures of one key are logged at most this often. */
 export const FAILURE_LOG_INTERVAL_MS = 60_000;
@@ -79,22 +65,18 @@ export class QueryExecutor {
   private readonly epochs = new Map<string, number>();
   private readonly lastLoggedMs: LRUCache<string, number>;
   private readonly warnedNoHold = new Set<string>();
-  private started = 0;
-  private readonly admission: Admission;
-  private readonly batches: BatchCollector<BatchMember>;
+  private readonly dispatch: Dispatch;
 
   constructor(private readonly options: ExecutorOptions) {
     const max = options.cacheMaxKeys ?? 10_000;
     this.cache = new LRUCache({ max });
     this.lastLoggedMs = new LRUCache({ max });
-    this.admission = new Admission(options.admission, options.clock, options.timers);
-    this.batches = new BatchCollector(options.clock, options.timers);
-    options.metrics.admissionQueued = () => this.admission.queued;
+    this.dispatch = new Dispatch({ ...options, isLive: (name) => options.isLive?.(name) ?? true });
   }
 
   /** ClickHouse queries started so far (tests and /status). */
   get queriesStarted(): number {
-    return this.started;
+    return this.dispatch.started;
   }
 
   get cacheSize(): number {
@@ -119,7 +101,7 @@ export class QueryExecutor {
     const left = query.deadlineMs - (this.options.clock.monotonicMs() - arrivedMs);
     let outcome = await settleWithin(flight.promise, Math.max(0, left));
     // Still waiting for a slot at the deadline (the give-up timer lost a race under load): not started, so overload.
-    if (outcome.kind === 'deadline' && !flight.started.value) outcome = this.notStarted(query);
+    if (outcome.kind === 'deadline' && !flight.started.value) outcome = this.dispatch.notStarted(query);
     if (outcome.kind === 'ok') return this.served(query, { source: 'fresh', value: outcome.value, ageSeconds: 0 });
     const reason: FailSafeReason = outcome.kind === 'deadline' ? 'deadline' : outcome.reason;
     const message = outcome.kind === 'deadline' ? `no answer within deadline_ms=${query.deadlineMs}; the query keeps running` : outcome.message;
@@ -157,7 +139,7 @@ export class QueryExecutor {
     const waitMs = waitBudgetMs(query.deadlineMs, 0);
     const started = { value: false };
     const onStart = () => (started.value = true);
-    const run = isBatched(query) ? this.joinBatch(query, params, waitMs, onStart) : this.runSingle(query, params, waitMs, onStart);
+    const run = this.dispatch.run(query, params, waitMs, onStart);
     const promise = run.then((outcome) => {
       this.settleKey(key, query, epoch, outcome, flight);
       return outcome;
@@ -177,95 +159,6 @@ export class QueryExecutor {
       metrics.cacheEntries.set(this.cache.size);
     }
     if (outcome.kind === 'failed' && outcome.reason !== 'overload' && this.isLive(query)) status.failed(query.name, outcome.reason, outcome.message);
-  }
-
-  private async runSingle(query: CompiledQuery, params: DeclaredParams, waitMs: number, onStart: () => void): Promise<KeyOutcome> {
-    const ticket = await this.admit(query, waitMs);
-    if (ticket.kind === 'refused') return this.overload(query, ticket);
-    onStart();
-    try {
-      const { clickhouse } = this.options;
-      const report = await this.counted(query, () => fly(clickhouse.client, query, params, { afterError: clickhouse.afterQueryError }));
-      return report.outcome;
-    } finally {
-      ticket.release();
-    }
-  }
-
-  private joinBatch(query: BatchedQuery, params: DeclaredParams, waitMs: number, onStart: () => void): Promise<KeyOutcome> {
-    const { param, maxSize, windowMs } = query.batch;
-    const value = params[param] ?? '';
-    const fixed = Object.fromEntries(Object.entries(params).filter(([name]) => name !== param));
-    // One open batch per definition and per value of the other params.
-    const group = JSON.stringify([query.name, query.fingerprint, Object.entries(fixed).sort()]);
-    const policy: BatchPolicy = { maxSize, windowMs, maxOpenMs: query.deadlineMs / 4 };
-    const giveUpAtMs = this.options.clock.monotonicMs() + waitMs;
-    return new Promise((resolve) => {
-      this.batches.join(group, { value, giveUpAtMs, resolve, onStart }, policy, (members) => void this.runBatch(query, fixed, members));
-    });
-  }
-
-  /** One ClickHouse query for a closed batch; each member gets its own key's outcome. */
-  private async runBatch(query: BatchedQuery, fixed: DeclaredParams, members: readonly BatchMember[]): Promise<void> {
-    const giveUpAtMs = Math.min(...members.map((m) => m.giveUpAtMs));
-    const ticket = await this.admit(query, giveUpAtMs - this.options.clock.monotonicMs());
-    if (ticket.kind === 'refused') {
-      const overload = this.overload(query, ticket);
-      for (const member of members) member.resolve(overload);
-      return;
-    }
-    for (const member of members) member.onStart();
-    const values = [...new Set(members.map((m) => m.value))];
-    let report: BatchReport;
-    try {
-      if (this.isLive(query)) this.options.metrics.batchSize.observe({ query: query.name }, values.length);
-      const { clickhouse } = this.options;
-      report = await this.counted(query, () => flyBatch(clickhouse.client, query, values, fixed, { afterError: clickhouse.afterQueryError }));
-    } finally {
-      ticket.release();
-    }
-    const lost: FlightOutcome = { kind: 'failed', reason: 'bad_result', message: 'batch: no outcome for this key' };
-    for (const member of members) member.resolve(report.outcomes.get(member.value) ?? lost);
-  }
-
-  /** A slot for one ClickHouse query of `query`, waiting at most `waitMs`; the wait is observed. */
-  private async admit(query: CompiledQuery, waitMs: number): Promise<Ticket> {
-    const ticket = await this.admission.acquire(query.name, waitMs);
-    if (this.isLive(query)) {
-      const outcome = ticket.kind === 'admitted' ? 'started' : 'overload';
-      this.options.metrics.admissionWait.observe({ query: query.name, outcome }, ticket.waitedMs / 1000);
-    }
-    return ticket;
-  }
-
-  /** Runs one admitted ClickHouse query: the started count, the in-flight gauge and the duration histogram. */
-  private async counted<R extends { readonly durationSeconds: number } & ({ readonly outcome: FlightOutcome } | { readonly queryOutcome: QueryOutcome })>(
-    query: CompiledQuery,
-    run: () => Promise<R>,
-  ): Promise<R> {
-    const { metrics } = this.options;
-    this.started += 1;
-    metrics.inflight.inc();
-    let report: R;
-    try {
-      report = await run();
-    } finally {
-      metrics.inflight.dec();
-    }
-    if (this.isLive(query)) {
-      const outcome = 'queryOutcome' in report ? report.queryOutcome : report.outcome.kind === 'ok' ? 'success' : report.outcome.reason;
-      metrics.queryDuration.observe({ query: query.name, outcome }, report.durationSeconds);
-    }
-    return report;
-  }
-
-  private notStarted(query: CompiledQuery): Overload {
-    return { kind: 'failed', reason: 'overload', message: `not started within deadline_ms=${query.deadlineMs} (${this.admission.describe(query.name)}; slow or stalled answers)` };
-  }
-
-  private overload(query: CompiledQuery, ticket: Extract<Ticket, { kind: 'refused' }>): Overload {
-    const why = ticket.why === 'queue_full' ? 'the admission queue is full' : `no slot within ${Math.round(ticket.waitedMs)} ms`;
-    return { kind: 'failed', reason: 'overload', message: `not started: ${why} (${this.admission.describe(query.name)}; slow or stalled answers)` };
   }
 
   private isLive(query: CompiledQuery): boolean {
@@ -304,10 +197,6 @@ export class QueryExecutor {
 
 function queryOfKey(key: string): string {
   return (JSON.parse(key) as [string])[0];
-}
-
-function isBatched(query: CompiledQuery): query is BatchedQuery {
-  return query.batch !== undefined;
 }
 
 type Settled = KeyOutcome | { readonly kind: 'deadline' };

@@ -14,7 +14,8 @@ import { startChaosShim, type ChaosShim } from './harness.js';
  * query carrying a marker (200 headers, half a body, silence) and forwards the
  * rest to the real engine (the embedded one behind an HTTP front). 100 stalled
  * keys hold at most their query's share of slots and wait or shed on their own;
- * healthy pressure keys polled at the same moment all answer fresh.
+ * healthy pressure keys polled at the same moment all answer fresh. The healthy
+ * query's deadline is far past any load here (answers are under test, not speed).
  */
 const MARKER = 'stall_marker';
 const STALLED = 100;
@@ -47,6 +48,8 @@ beforeAll(async () => {
     `queries:
   pressure:
     database: ${db.database}
+    deadline_ms: 60000
+    timeout_seconds: 120
   stalled_keys:
     params: [k]
     sql: "SELECT length({k:String}) AS ${MARKER}"

@@ -30,8 +30,11 @@ let oneByOne: CompiledQuery;
 let vectors: PressureVector[];
 const apps: FastifyInstance[] = [];
 
+/** Compares answers, not speed: a deadline far past any load this machine sees, so no answer is held. */
+const PATIENT = { deadlineMs: 60_000, timeoutSeconds: 120 };
+
 async function appFor(query: CompiledQuery): Promise<FastifyInstance> {
-  const app = await buildShimApp({ catalogue: new TestCatalogue([query]), clickhouse: fx.db.handle, config: { shim: shimConfig() }, registry: new Registry() });
+  const app = await buildShimApp({ catalogue: new TestCatalogue([{ ...query, ...PATIENT }]), clickhouse: fx.db.handle, config: { shim: shimConfig() }, registry: new Registry() });
   apps.push(app);
   return app;
 }

@@ -1,6 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { CatalogueStore } from '../../src/catalogue/store.js';
 import { systemClock } from '../../src/clock.js';
 import { createOtelGaugeTable, insertGaugePoints } from '../../src/pressure/otel-table.js';
@@ -19,6 +22,7 @@ import { get, shimConfig } from './helpers.js';
 let db: TestDatabase;
 let app: FastifyInstance;
 let registry: Registry;
+let dir: string;
 
 beforeAll(async () => {
   db = await openTestDatabase('shim_burst');
@@ -29,13 +33,19 @@ beforeAll(async () => {
     .filter((i) => i % 3 === 0)
     .map((i) => ({ serviceName: `svc-${i}`, metricName: PRESSURE_METRIC, value: i % 100, timeUnixNs: nowNs }));
   await insertGaugePoints(db.handle.client, db.database, points);
-  const catalogue = await CatalogueStore.open({ dataDatabase: db.database, otelDatabase: db.database, builtins: SHIM_CATALOGUE_BUILTINS, clock: systemClock });
+  // The shipped catalogue with a deadline no load on this machine reaches: before, the shedding
+  // happened at once whatever the deadline; what is under test is that nothing is shed.
+  dir = mkdtempSync(join(tmpdir(), 'dfe-burst-'));
+  const overridePath = join(dir, 'override.yaml');
+  writeFileSync(overridePath, 'queries:\n  pressure:\n    deadline_ms: 60000\n    timeout_seconds: 120\n');
+  const catalogue = await CatalogueStore.open({ dataDatabase: db.database, otelDatabase: db.database, overridePath, builtins: SHIM_CATALOGUE_BUILTINS, clock: systemClock });
   registry = new Registry();
   app = await buildShimApp({ catalogue, clickhouse: db.handle, config: { shim: shimConfig() }, registry });
 });
 afterAll(async () => {
   await app?.close();
   await db?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 async function overloadCount(): Promise<number> {
