@@ -49,11 +49,6 @@ export class BatchCollector<M> {
     batch.timer = this.timers.set(() => this.close(group, closing), wait);
   }
 
-  /** Closes every open batch now (a reload dropped their query). */
-  flush(group?: string): void {
-    for (const [name, batch] of [...this.open]) if (group === undefined || name === group) this.close(name, batch);
-  }
-
   private close(group: string, batch: OpenBatch<M>): void {
     if (this.open.get(group) !== batch) return;
     this.open.delete(group);
