@@ -54,7 +54,6 @@ interface Flight {
   readonly started: { value: boolean };
 }
 
-
 /** Failures of one key are logged at most this often. */
 export const FAILURE_LOG_INTERVAL_MS = 60_000;
 
@@ -100,7 +99,7 @@ export class QueryExecutor {
     const flight = this.inflight.get(key) ?? this.launch(key, query, params);
     const left = query.deadlineMs - (this.options.clock.monotonicMs() - arrivedMs);
     let outcome = await settleWithin(flight.promise, Math.max(0, left));
-    // Still waiting for a slot at the deadline (the give-up timer lost a race under load): not started, so overload.
+    // Still waiting for a slot when the deadline fired (its give-up timer had not run yet): never started, so `overload`.
     if (outcome.kind === 'deadline' && !flight.started.value) outcome = this.dispatch.notStarted(query);
     if (outcome.kind === 'ok') return this.served(query, { source: 'fresh', value: outcome.value, ageSeconds: 0 });
     const reason: FailSafeReason = outcome.kind === 'deadline' ? 'deadline' : outcome.reason;
