@@ -88,6 +88,23 @@ describe('a batched query', () => {
     expect((await poll(['x.y:z-1_2']))[0]?.body).toEqual({ value: 9, source: 'fresh', age_seconds: 0 });
   });
 
+  it('single-flight per key: concurrent requests of one key join it, the batch holds the key once', async () => {
+    const sizeSum = async () => {
+      const text = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+      return Number(/dfe_keda_shim_batch_size_sum\{query="kv"\} (\S+)/.exec(text)?.[1] ?? Number.NaN);
+    };
+    const before = await sizeSum();
+    const answers = await poll(['a', 'a', 'a', 'b', 'b']);
+    expect(answers.map((a) => [a.body.source, a.body.value])).toEqual([
+      ['fresh', 1.5],
+      ['fresh', 1.5],
+      ['fresh', 1.5],
+      ['fresh', 2],
+      ['fresh', 2],
+    ]);
+    expect((await sizeSum()) - before).toBe(2);
+  });
+
   it('a failure of the whole query fails every key of the batch, each from its own fail-safe entry', async () => {
     await db.handle.client.command({ query: `RENAME TABLE \`${db.database}\`.kv TO \`${db.database}\`.kv_gone` });
     try {
