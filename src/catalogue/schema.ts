@@ -36,8 +36,8 @@ const RESULT_FIELD = 'must be a column index (an integer ≥ 0) or a column name
 
 const bindValue = z.union([z.string(), z.number(), z.boolean()], { error: 'must be a string, a finite number or a boolean' });
 
-/** Largest `batch.max_size`: one answer of that many rows stays far under the 1 MiB read cap. */
-export const MAX_BATCH_SIZE = 10_000;
+/** Largest `batch.max_size`: that many rows of 253-character values stay under the 1 MiB read cap. */
+export const MAX_BATCH_SIZE = 2_000;
 
 /** The optional batch form (docs/catalogue.md#batch): one query answers many keys that differ in one param. */
 const batchSchema = z.strictObject(

@@ -64,8 +64,8 @@ describe('catalogue batch form', () => {
     );
   });
 
-  it('max_size is a whole number from 1 to 10000', () => {
-    expect(failure('queries:\n  depth:\n    batch: {max_size: 0}\n')).toBe(`${OVER}: query "depth" key "batch.max_size": 0 must be a whole number from 1 to 10000`);
+  it('max_size is a whole number from 1 to 2000', () => {
+    expect(failure('queries:\n  depth:\n    batch: {max_size: 0}\n')).toBe(`${OVER}: query "depth" key "batch.max_size": 0 must be a whole number from 1 to 2000`);
     expect(failure('queries:\n  depth:\n    batch: {max_size: 2.5}\n')).toContain('key "batch.max_size": 2.5 must be a whole number');
   });
 
