@@ -137,6 +137,15 @@ min / median / max, and is judged on the median; \`npm run bench\` exits 1 when 
   answers (test/helpers/faults.ts); p100 is autocannon's maximum latency.
 - **single-flight**: 100 concurrent requests on a 0.3 s query; the shim's own counter of
   started queries and, on the server, \`system.query_log\`.
+- **burst of distinct services** (bench/burst-bench.ts): 1 000 \`GET /keda/pressure?service=svc-<i>\`
+  fired at once, each on its own connection (KEDA's loops after an operator restart), against
+  a healthy engine holding one reading per service; latency from send to answer, measured in
+  the bench process that also runs the shim. Embedded, and server mode: the shim's HTTP client
+  and a server's admission defaults, through a counting HTTP front on the same engine
+  (test/chaos/engine-front.ts; this machine's clickhouse-server 18.16 has no query
+  parameters). Queries are the shim's started count and, in server mode, those that reached
+  the front. Baseline: the same burst with \`batch: null\` (admission alone). The stalled figure
+  adds 100 keys of a query that a proxy stalls (half a body, then silence) to the 1 000.
 - **distinct parameter values**: RSS of the bench process (shim and embedded engine together)
   after the first 10 000 values and after all 100 000; the cache's LRU bound is 10 000 keys.
 - **runner**: \`startRunner\` with the loop driven by the bench; round trips are calls on the

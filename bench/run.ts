@@ -5,6 +5,7 @@ import { openClickHouse } from '../src/clickhouse/client.js';
 import { loadConfig } from '../src/config/load.js';
 import { describeError } from '../src/errors.js';
 import { writePerformanceDocs } from './docs.js';
+import { benchBurst } from './burst-bench.js';
 import { benchDueQuery } from './due-query.js';
 import { benchGrpcCached, benchOpenStreams, benchRunNowPush } from './grpc-bench.js';
 import { benchDistinctParams } from './memory-bench.js';
@@ -53,6 +54,7 @@ async function main(): Promise<number> {
     { name: 'shim, fresh value', run: () => benchFresh(target) },
     { name: 'shim, ClickHouse hung', run: () => benchHung() },
     { name: 'shim, single-flight', run: () => benchSingleFlight(target) },
+    { name: 'shim, burst of distinct services', run: () => benchBurst(embedded) },
     { name: 'pod sizing, start and idle RSS', run: () => benchStartAndIdle(target) },
     { name: 'pod sizing, RSS under load', run: () => benchSoak(target, soak) },
     { name: 'pod sizing, install size', run: () => benchInstallSize() },

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { CatalogueBuiltins } from './builtins.js';
-import type { CompiledQuery, QueryDefinition } from './types.js';
+import type { BatchDefinition, CompiledQuery, QueryDefinition } from './types.js';
 import { checkQuery, type QuerySource } from './definition.js';
 import { catalogueInvalid } from './errors.js';
 import { mergeLayers, type MergedQuery } from './merge.js';
@@ -67,6 +67,44 @@ function checkPlaceholders(q: MergedQuery, definition: QueryDefinition, sql: str
   }
 }
 
+/**
+ * The batch SQL: sentinels replaced; every param and bind has a placeholder, every
+ * placeholder is one, and the batched param's is an `Array(...)`. A batch set by
+ * an earlier file than the query's SQL would run other SQL than the one-by-one
+ * query: the file that replaced the SQL must set (or clear) the batch too.
+ */
+function compileBatch(q: MergedQuery, definition: QueryDefinition, databaseName: string, inputs: CatalogueInputs): BatchDefinition | undefined {
+  const batch = definition.batch;
+  if (batch === undefined) return undefined;
+  const batchFile = q.origin['batch'] ?? q.file;
+  const fail = (key: string, value: unknown, problem: string, file = batchFile) =>
+    catalogueInvalid({ file, query: q.name, key: `batch.${key}`, value, problem });
+  for (const key of ['sql', 'builtin', 'params'] as const) {
+    const from = q.origin[key];
+    if (from !== undefined && from !== batchFile && q.raw[key] !== undefined && from === q.file) {
+      throw catalogueInvalid({
+        file: from,
+        query: q.name,
+        key: 'batch',
+        problem: `(set by ${batchFile}) belongs to the SQL of that file, but this file sets ${key}: set batch: null (or a new batch) next to it`,
+      });
+    }
+  }
+  const sql = replaceSentinels(batch.sql, databaseName, inputs.builtins.sentinels);
+  const used = placeholderNames(sql);
+  for (const name of [...definition.params, ...Object.keys(definition.binds)]) {
+    if (!used.includes(name)) throw fail('sql', name, `has no {${name}:Type} placeholder in the batch SQL`);
+  }
+  for (const name of used) {
+    if (!definition.params.includes(name) && !Object.hasOwn(definition.binds, name)) {
+      throw fail('sql', `{${name}:…}`, 'is a placeholder that is neither a param nor a bind, so every batch would fail');
+    }
+  }
+  const arrayType = new RegExp(`\\{\\s*${batch.param}\\s*:\\s*Array\\(`);
+  if (!arrayType.test(sql)) throw fail('sql', batch.param, `must be bound as an array in the batch SQL: {${batch.param}:Array(String)}`);
+  return Object.freeze({ ...batch, sql });
+}
+
 /** Hash of everything that affects an answer: a change drops the query's cache entries. */
 export function fingerprintOf(query: Omit<CompiledQuery, 'fingerprint'>): string {
   const binds = Object.keys(query.binds)
@@ -75,7 +113,7 @@ export function fingerprintOf(query: Omit<CompiledQuery, 'fingerprint'>): string
   const material = JSON.stringify([
     query.name, query.database, query.databaseName, query.sql, query.params, binds, query.resultField, query.clampMin ?? null,
     query.clampMax ?? null, query.coldHold, query.timeoutSeconds, query.metricType, query.deadlineMs, query.freshForSeconds,
-    query.maxStaleSeconds,
+    query.maxStaleSeconds, query.batch ?? null,
   ]);
   return createHash('sha256').update(material).digest('hex').slice(0, 16);
 }
@@ -95,7 +133,8 @@ export function compileQuery(q: MergedQuery, inputs: CatalogueInputs): CompiledQ
   const databaseName = resolveDatabase(definition.database, inputs);
   const sql = sourceSql(source, databaseName, inputs.builtins);
   checkPlaceholders(q, definition, sql);
-  const compiled = { ...definition, sql, databaseName };
+  const batch = compileBatch(q, definition, databaseName, inputs);
+  const compiled = { ...definition, sql, databaseName, ...(batch === undefined ? {} : { batch }) };
   return Object.freeze({ ...compiled, fingerprint: fingerprintOf(compiled), ...(warnings.length > 0 ? { warnings: Object.freeze(warnings) } : {}) });
 }
 

@@ -1,4 +1,4 @@
-import { QUERY_DEFAULTS, type CatalogueWarning, type QueryDefinition } from './types.js';
+import { BATCH_DEFAULTS, QUERY_DEFAULTS, type BatchDefinition, type CatalogueWarning, type QueryDefinition } from './types.js';
 import { catalogueInvalid } from './errors.js';
 import type { MergedQuery } from './merge.js';
 import type { Builtin, RawQuery } from './schema.js';
@@ -83,6 +83,25 @@ function checkDeadline(q: MergedQuery, deadlineMs: number, timeoutSeconds: numbe
     : fail(q, 'timeout_seconds', `must be more than deadline_ms / 1000 (deadline_ms ${deadlineMs}${isDefault('deadline_ms')})`, timeoutSeconds);
 }
 
+/** A problem with one key of the `batch:` block (`batch.param`, …), naming the file that set the block. */
+function failBatch(q: MergedQuery, key: string, problem: string, value?: unknown) {
+  return catalogueInvalid({ file: q.origin['batch'] ?? q.file, query: q.name, key: `batch.${key}`, ...(value === undefined ? {} : { value }), problem });
+}
+
+/** The batch block, checked against the rest of the query; its SQL is compiled later (compile.ts). */
+function batchOf(q: MergedQuery, params: readonly string[], deadlineMs: number): BatchDefinition | undefined {
+  const raw = q.raw.batch;
+  if (raw === undefined || raw === null) return undefined;
+  if (raw.param === undefined) throw failBatch(q, 'param', 'is missing: name the declared param whose values are batched');
+  if (!params.includes(raw.param)) throw failBatch(q, 'param', `is not a declared param of the query (params: ${params.length > 0 ? params.join(', ') : 'none'})`, raw.param);
+  if (raw.sql === undefined) throw failBatch(q, 'sql', 'is missing: the SQL that answers many keys at once');
+  const windowMs = raw.window_ms ?? BATCH_DEFAULTS.windowMs;
+  if (windowMs >= deadlineMs) throw failBatch(q, 'window_ms', `must be less than deadline_ms (${deadlineMs} ms)`, windowMs);
+  const unknown = unknownSentinels(raw.sql);
+  if (unknown.length > 0) throw failBatch(q, 'sql', `uses unknown sentinel ${unknown.join(', ')} (known: ${SENTINELS.join(', ')})`);
+  return { param: raw.param, maxSize: raw.max_size ?? BATCH_DEFAULTS.maxSize, windowMs, sql: raw.sql };
+}
+
 /**
  * The rules that span keys (docs/catalogue.md#validation), checked on the MERGED query, then the
  * defaults (QUERY_DEFAULTS) applied.
@@ -109,5 +128,7 @@ export function checkQuery(q: MergedQuery): CheckedQuery {
     freshForSeconds: raw.fresh_for_seconds ?? QUERY_DEFAULTS.freshForSeconds,
     maxStaleSeconds: raw.max_stale_seconds === undefined ? QUERY_DEFAULTS.maxStaleSeconds : raw.max_stale_seconds,
   };
+  const batch = batchOf(q, definition.params, deadlineMs);
+  if (batch !== undefined) return { definition: { ...definition, batch }, source, warnings: deadlineWarnings(q, deadlineMs) };
   return { definition, source, warnings: deadlineWarnings(q, deadlineMs) };
 }

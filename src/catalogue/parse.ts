@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { catalogueInvalid } from './errors.js';
 import { readYamlTextOffThread } from './off-thread.js';
 import { readYamlText, type YamlOutcome } from './yaml-text.js';
-import { QUERY_NAME, RAW_QUERY_KEYS, rawQuerySchema, type RawQuery } from './schema.js';
+import { BATCH_KEYS, QUERY_NAME, RAW_QUERY_KEYS, rawQuerySchema, type RawQuery } from './schema.js';
 
 /** One parsed catalogue file: the built-in one or the override. */
 export interface Layer {
@@ -96,6 +96,12 @@ function issueError(file: string, query: string, body: Record<string, unknown>, 
   // Report the first problem; the operator fixes it and sees the next one.
   const issue = issues[0];
   if (issue === undefined) return catalogueInvalid({ file, query, problem: 'is invalid' });
+  if (issue.code === 'unrecognized_keys' && issue.path[0] === 'batch') {
+    const inner = issue.keys[0] ?? '?';
+    const block = body['batch'];
+    const value = isMap(block) ? block[inner] : undefined;
+    return catalogueInvalid({ file, query, key: `batch.${inner}`, value, problem: `is not a known key of batch (known: ${BATCH_KEYS.join(', ')})` });
+  }
   if (issue.code === 'unrecognized_keys') {
     const key = issue.keys[0] ?? '?';
     return catalogueInvalid({ file, query, key, value: body[key], problem: `is not a known key (known: ${RAW_QUERY_KEYS.join(', ')})` });

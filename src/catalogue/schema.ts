@@ -36,6 +36,25 @@ const RESULT_FIELD = 'must be a column index (an integer ≥ 0) or a column name
 
 const bindValue = z.union([z.string(), z.number(), z.boolean()], { error: 'must be a string, a finite number or a boolean' });
 
+/** Largest `batch.max_size`: that many rows of 253-character values stay under the 1 MiB read cap. */
+export const MAX_BATCH_SIZE = 2_000;
+
+/** The optional batch form (docs/catalogue.md#batch): one query answers many keys that differ in one param. */
+const batchSchema = z.strictObject(
+  {
+    param: paramName.optional(),
+    max_size: z
+      .number({ error: `must be a whole number from 1 to ${MAX_BATCH_SIZE}` })
+      .int({ error: `must be a whole number from 1 to ${MAX_BATCH_SIZE}` })
+      .min(1, { error: `must be a whole number from 1 to ${MAX_BATCH_SIZE}` })
+      .max(MAX_BATCH_SIZE, { error: `must be a whole number from 1 to ${MAX_BATCH_SIZE}` })
+      .optional(),
+    window_ms: positive.optional(),
+    sql: z.string({ error: 'must be a string of SQL' }).trim().min(1, { error: 'must not be empty' }).optional(),
+  },
+  { error: 'must be a mapping of param, max_size, window_ms and sql (or null to clear a batch an earlier file set)' },
+);
+
 export const rawQuerySchema = z.strictObject({
   database: z
     .string({ error: 'must be data, otel or a database name' })
@@ -71,7 +90,9 @@ export const rawQuerySchema = z.strictObject({
   fresh_for_seconds: nonNegative.optional(),
   max_stale_seconds: positive.nullable().optional(),
   enabled: z.boolean({ error: 'must be true or false' }).optional(),
+  batch: batchSchema.nullable().optional(),
 });
 
 export type RawQuery = z.output<typeof rawQuerySchema>;
 export const RAW_QUERY_KEYS: readonly string[] = Object.freeze(Object.keys(rawQuerySchema.shape));
+export const BATCH_KEYS: readonly string[] = Object.freeze(Object.keys(batchSchema.shape));

@@ -31,6 +31,20 @@ export interface QueryDefinition {
   readonly freshForSeconds: number;
   /** Hold a last-good value at most this long, then answer 503. Default null (forever). */
   readonly maxStaleSeconds: number | null;
+  /** The batch form (docs/catalogue.md#batch), when declared. */
+  readonly batch?: BatchDefinition | undefined;
+}
+
+/** One query for many keys that differ only in `param`; its SQL is set on compile. */
+export interface BatchDefinition {
+  /** The declared param whose values are collected; bound as an `Array(...)` in the batch SQL. */
+  readonly param: string;
+  /** Most keys in one batch. Default 500. */
+  readonly maxSize: number;
+  /** A batch closes once no key joined for this long. Default 10 ms. */
+  readonly windowMs: number;
+  /** As written (checked) before compile; after compile: sentinels replaced, values still placeholders. */
+  readonly sql: string;
 }
 
 /** A catalogue setting that loads but is probably a mistake; logged at load, never fatal. */
@@ -77,6 +91,9 @@ export const QUERY_DEFAULTS = Object.freeze({
   freshForSeconds: 0,
   maxStaleSeconds: null as number | null,
 });
+
+/** Defaults of the optional keys of a `batch:` block. */
+export const BATCH_DEFAULTS = Object.freeze({ maxSize: 500, windowMs: 10 });
 
 /** What a reload did; `changed` and `removed` name queries whose cache entries must go. */
 export type CatalogueEvent =

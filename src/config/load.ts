@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { DfeError, showValue } from '../errors.js';
-import { envSchema, type ParsedEnv } from './schema.js';
+import { ADMISSION_DEFAULTS, envSchema, type ParsedEnv } from './schema.js';
 
 export type Backend = 'server' | 'embedded';
 export type Topology = 'auto' | 'single' | 'replicated';
@@ -53,6 +53,8 @@ export interface ShimConfig {
     readonly apiKeyHeader: string;
     readonly apiKeyParam: string;
   };
+  /** Caps on ClickHouse queries in flight and the bound of the queue waiting for them (docs/failsafe.md#admission). */
+  readonly admission: { readonly maxInflight: number; readonly maxInflightPerQuery: number; readonly maxQueued: number };
   /** `clientCaFile`: KEDA must present a client certificate signed by it (mutual TLS). */
   readonly tls: { readonly certFile: string; readonly keyFile: string; readonly clientCaFile: string | undefined } | undefined;
   /** KEDA's external scaler protocol on its own port, same host and TLS files (docs/api.md#grpc); undefined: off. */
@@ -310,6 +312,7 @@ function build(e: ParsedEnv, notices: readonly string[]): AppConfig {
   }
   assertAuthFiles(e);
   const grpc = grpcSettings(e, tls);
+  const admission = admissionOf(e, backend);
   return {
     clickhouse: {
       backend,
@@ -340,6 +343,7 @@ function build(e: ParsedEnv, notices: readonly string[]): AppConfig {
         peerTimeoutMs: e.DFE_KEDA_SHIM_PEER_TIMEOUT_MS,
       },
       maxQueries: e.DFE_KEDA_SHIM_MAX_QUERIES,
+      admission,
       auth: {
         mode: e.DFE_KEDA_SHIM_AUTH_MODE,
         tokenFile: e.DFE_KEDA_SHIM_AUTH_TOKEN_FILE,
@@ -385,6 +389,24 @@ function build(e: ParsedEnv, notices: readonly string[]): AppConfig {
     log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT },
     notices,
   };
+}
+
+/** The admission settings, each defaulting per backend; a per-query cap above the global one is an error. */
+function admissionOf(e: ParsedEnv, backend: Backend): ShimConfig['admission'] {
+  const defaults = ADMISSION_DEFAULTS[backend];
+  const admission = {
+    maxInflight: e.DFE_KEDA_SHIM_MAX_INFLIGHT ?? defaults.maxInflight,
+    maxInflightPerQuery: e.DFE_KEDA_SHIM_MAX_INFLIGHT_PER_QUERY ?? Math.min(defaults.maxInflightPerQuery, e.DFE_KEDA_SHIM_MAX_INFLIGHT ?? Infinity),
+    maxQueued: e.DFE_KEDA_SHIM_MAX_QUEUED ?? defaults.maxQueued,
+  };
+  if (admission.maxInflightPerQuery > admission.maxInflight) {
+    throw new DfeError(
+      'CONFIG_INVALID',
+      `invalid DFE_KEDA_SHIM_MAX_INFLIGHT_PER_QUERY=${admission.maxInflightPerQuery}: must be at most DFE_KEDA_SHIM_MAX_INFLIGHT (${admission.maxInflight})`,
+      { key: 'DFE_KEDA_SHIM_MAX_INFLIGHT_PER_QUERY', value: String(admission.maxInflightPerQuery) },
+    );
+  }
+  return admission;
 }
 
 /**

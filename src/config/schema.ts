@@ -115,6 +115,22 @@ function isPeerUrl(text: string): boolean {
   }
 }
 
+/**
+ * Admission defaults per backend (docs/failsafe.md#admission). A server: each
+ * query in flight holds one of the client's 256 sockets, so 200 in flight
+ * leaves room and one query's keys take at most 32. The embedded engine runs
+ * one query at a time per connection: more in flight only queue inside the
+ * engine, where the fair queue cannot order them. The queue bound is memory
+ * (a waiting query is a few hundred bytes).
+ */
+export const ADMISSION_DEFAULTS = Object.freeze({
+  server: Object.freeze({ maxInflight: 200, maxInflightPerQuery: 32, maxQueued: 10_000 }),
+  embedded: Object.freeze({ maxInflight: 8, maxInflightPerQuery: 4, maxQueued: 10_000 }),
+});
+
+/** Most queries in flight a setting may ask for: under the server client's 256 sockets. */
+export const MAX_INFLIGHT_LIMIT = 250;
+
 /** Raw environment (strings), keyed by variable name. */
 export const envSchema = z.object({
   DFE_CLICKHOUSE_BACKEND: z.enum(['auto', 'server', 'embedded']).default('auto'),
@@ -151,6 +167,11 @@ export const envSchema = z.object({
   DFE_KEDA_SHIM_PEERS: peerUrls.optional(),
   DFE_KEDA_SHIM_PEER_TIMEOUT_MS: positiveNumber.default(250),
   DFE_KEDA_SHIM_MAX_QUERIES: positiveInteger.default(1_000),
+  DFE_KEDA_SHIM_MAX_INFLIGHT: positiveInteger
+    .refine((n) => n <= MAX_INFLIGHT_LIMIT, { message: `must be at most ${MAX_INFLIGHT_LIMIT} (the server client has 256 sockets)` })
+    .optional(),
+  DFE_KEDA_SHIM_MAX_INFLIGHT_PER_QUERY: positiveInteger.optional(),
+  DFE_KEDA_SHIM_MAX_QUEUED: positiveInteger.refine((n) => n <= 1_000_000, { message: 'must be at most 1000000' }).optional(),
   DFE_KEDA_SHIM_AUTH_MODE: z.enum(['none', 'bearer', 'apiKey', 'basic']).default('none'),
   DFE_KEDA_SHIM_AUTH_TOKEN_FILE: z.string().min(1).optional(),
   DFE_KEDA_SHIM_AUTH_USERNAME_FILE: z.string().min(1).optional(),

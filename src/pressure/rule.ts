@@ -63,6 +63,26 @@ FROM (
   GROUP BY MetricName, mapSort(Attributes), ResourceAttributes['service.instance.id']
 )`;
 
+/**
+ * The same rule for many services in one query (the built-in query's `batch:`,
+ * docs/catalogue.md#batch): the services as one bound `Array(String)`, one row
+ * `(service, pressure)` per service that has matching rows. A service with none
+ * has no row, and the shim answers it as the one-by-one query's no-rows answer (0).
+ * Per service it is PRESSURE_SQL_TEMPLATE: the same filters, series and reduction.
+ */
+export const PRESSURE_BATCH_SQL_TEMPLATE = `SELECT service, ifNull(maxOrNull(series_pressure), 0.0) AS pressure
+FROM (
+  SELECT ServiceName AS service, avg(least(greatest(Value, 0.0), 100.0)) AS series_pressure
+  FROM __DB__.${OTEL_GAUGE_TABLE}
+  WHERE ServiceName IN {service:Array(String)}
+    AND __PRESSURE_MATCH__
+    AND TimeUnix >= now64(9) - toIntervalSecond({window_seconds:UInt32})
+    AND bitAnd(Flags, 1) = 0
+    AND isFinite(Value)
+  GROUP BY ServiceName, MetricName, mapSort(Attributes), ResourceAttributes['service.instance.id']
+)
+GROUP BY service`;
+
 /** Replaces the pressure sentinels (not `__DB__`) in any catalogue SQL. */
 export function substitutePressureSentinels(sql: string): string {
   return sql.replaceAll('__PRESSURE_MATCH__', pressureMatchSql()).replaceAll('__PRESSURE_NAME__', pressureNameSql());
@@ -74,6 +94,11 @@ export function substitutePressureSentinels(sql: string): string {
  */
 export function renderPressureSql(quotedDatabase: string): string {
   return substitutePressureSentinels(PRESSURE_SQL_TEMPLATE.replaceAll('__DB__', quotedDatabase));
+}
+
+/** The full batch SQL for one database (`quotedDatabase` from `quoteDatabase()`). */
+export function renderPressureBatchSql(quotedDatabase: string): string {
+  return substitutePressureSentinels(PRESSURE_BATCH_SQL_TEMPLATE.replaceAll('__DB__', quotedDatabase));
 }
 
 /** The query parameters the catalogue binds for a pressure request. */

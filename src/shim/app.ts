@@ -71,6 +71,7 @@ function onCatalogueEvent(ctx: ShimContext, logger: Logger, event: CatalogueEven
     ctx.metrics.forgetQuery(name);
     ctx.status.forget(name);
   }
+  ctx.metrics.knowQueries(event.catalogue.queries.keys());
   logger.info({ changed: event.changed, removed: event.removed }, 'catalogue reloaded');
   logCatalogueWarnings(logger, event.changed.map((name) => event.catalogue.queries.get(name)));
 }
@@ -103,6 +104,7 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
   const auth = new AuthGuard(shim.auth, logger);
   await auth.prime();
   const metrics = new ShimMetrics(deps.registry);
+  metrics.knowQueries(deps.catalogue.current().queries.keys());
   const status = new StatusBoard(clock);
   const lastGood = new LastGood({ shim, clock, logger, registry: metrics.registry });
   await lastGood.open((name) => deps.catalogue.current().queries.get(name)?.fingerprint);
@@ -113,6 +115,7 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
     metrics,
     status,
     lastGood,
+    admission: shim.admission,
     isLive: (name) => deps.catalogue.current().queries.has(name),
   });
   const ctx: ShimContext = {

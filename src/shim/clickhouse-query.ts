@@ -111,15 +111,29 @@ export async function runCompact(
   params: DeclaredParams,
   signal: AbortSignal,
 ): Promise<RawAnswer> {
+  return execCompact(client, firstRowSql(query.sql), queryParams(query, params), query.timeoutSeconds, signal);
+}
+
+/**
+ * Runs `sql` (a one-row wrap, or a batch query whose rows are all read) as
+ * JSONCompact with `params` bound, and reads the body with the byte cap.
+ */
+export async function execCompact(
+  client: ClickHouseClient,
+  sql: string,
+  params: Readonly<Record<string, BindValue | readonly string[]>>,
+  timeoutSeconds: number,
+  signal: AbortSignal,
+): Promise<RawAnswer> {
   // exec hands back the raw body stream, so this code (not the client, which
   // detaches the abort signal once headers arrive) owns how long and how much
   // is read.
   const { stream } = await client.exec({
-    query: `${firstRowSql(query.sql)}\nFORMAT JSONCompact`,
-    query_params: queryParams(query, params),
+    query: `${sql}\nFORMAT JSONCompact`,
+    query_params: params,
     abort_signal: signal,
     clickhouse_settings: {
-      max_execution_time: query.timeoutSeconds,
+      max_execution_time: timeoutSeconds,
       // nan/inf come back as strings instead of null, so they are rejected as
       // non-finite rather than read as a successful 0.
       output_format_json_quote_denormals: 1,

@@ -4,7 +4,10 @@ import type { ClickHouseHandle } from '../clickhouse/client.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { missedHold, onFailure, reusable, type Answer, type GoodValue } from './decision.js';
-import { fly, type FlightOutcome, type FlightReport } from './flight.js';
+import type { AdmissionLimits } from './admission/admission.js';
+import { waitBudgetMs } from './admission/budget.js';
+import type { Timers } from './admission/timers.js';
+import { Dispatch, type KeyOutcome } from './dispatch.js';
 import { cacheKey, type DeclaredParams } from './key.js';
 import type { LastGood } from './last-good/last-good.js';
 import { LastGoodStore } from './last-good/store.js';
@@ -14,9 +17,10 @@ import { servedValue } from './value.js';
 
 /**
  * The fail-safe query path (docs/failsafe.md): reuse a young value, else join or start
- * the one ClickHouse query for the key, wait at most `deadline_ms`, and fall
- * back per decision.ts. A query that outlives the deadline keeps running and
- * refreshes the cache when it lands.
+ * the one ClickHouse query for the key — admitted through the fair queue
+ * (admission/), batched with other keys when the query declares `batch:` —
+ * wait at most `deadline_ms`, and fall back per decision.ts. A query that
+ * outlives the deadline keeps running and refreshes the cache when it lands.
  */
 export interface ExecutorOptions {
   /** The client every flight runs on, and what to do after a failed query (the backend seam). */
@@ -35,30 +39,23 @@ export interface ExecutorOptions {
    * series the reload dropped do not come back. Default: always.
    */
   readonly isLive?: (queryName: string) => boolean;
-  /** Most ClickHouse queries in flight at once; past it a new query is refused (reason `overload`). */
-  readonly maxInflight?: number;
-  /** Most in flight for one catalogue query (all its keys together). */
-  readonly maxInflightPerQuery?: number;
+  /**
+   * Caps on ClickHouse queries in flight and the bound of the queue waiting for
+   * them (docs/failsafe.md#admission); config resolves the defaults per backend.
+   */
+  readonly admission: AdmissionLimits;
+  /** Give-up and batch-window timers (tests fire them by hand). Default: real ones. */
+  readonly timers?: Timers;
 }
 
 interface Flight {
-  readonly promise: Promise<FlightOutcome>;
+  readonly promise: Promise<KeyOutcome>;
+  /** Set once its ClickHouse query (or its batch's) has a slot: a deadline before that is an overload. */
+  readonly started: { value: boolean };
 }
 
 /** Failures of one key are logged at most this often. */
 export const FAILURE_LOG_INTERVAL_MS = 60_000;
-
-/**
- * Bounds on queries in flight (docs/failsafe.md#one-keys-fault-stays-its-own).
- * Each flight holds one socket for at most timeout_seconds + 0.5 s; the
- * global bound stays under the client's pool (MAX_OPEN_CONNECTIONS, 256), so
- * a query never waits in the pool's queue behind stalled ones, and one query's
- * keys (however many params) take at most 32 of it. Past a bound the new query
- * is not started and not queued: the request is answered from the fail-safe
- * path at once.
- */
-export const MAX_INFLIGHT = 200;
-export const MAX_INFLIGHT_PER_QUERY = 32;
 
 export class QueryExecutor {
   private readonly cache: LastGoodStore;
@@ -67,18 +64,17 @@ export class QueryExecutor {
   private readonly epochs = new Map<string, number>();
   private readonly lastLoggedMs: LRUCache<string, number>;
   private readonly warnedNoHold = new Set<string>();
-  private started = 0;
-  private running = 0;
-  private readonly runningPerQuery = new Map<string, number>();
+  private readonly dispatch: Dispatch;
 
   constructor(private readonly options: ExecutorOptions) {
     this.cache = options.lastGood?.store ?? new LastGoodStore(options.cacheMaxKeys);
     this.lastLoggedMs = new LRUCache({ max: this.cache.maxKeys });
+    this.dispatch = new Dispatch({ ...options, isLive: (name) => options.isLive?.(name) ?? true });
   }
 
   /** ClickHouse queries started so far (tests and /status). */
   get queriesStarted(): number {
-    return this.started;
+    return this.dispatch.started;
   }
 
   get cacheSize(): number {
@@ -98,15 +94,18 @@ export class QueryExecutor {
     const key = cacheKey(query.name, query.params, params);
     const reused = this.reuse(key, query);
     if (reused !== undefined) return reused;
-    const startedMs = this.options.clock.monotonicMs();
-    const flight = this.inflight.get(key) ?? this.admit(key, query, params);
-    const cancelPeers = flight === undefined ? undefined : this.peersAhead(key, query, hold);
-    const outcome = flight === undefined ? this.overloaded(query) : await settleWithin(flight.promise, query.deadlineMs);
+    const arrivedMs = this.options.clock.monotonicMs();
+    const flight = this.inflight.get(key) ?? this.launch(key, query, params);
+    const cancelPeers = this.peersAhead(key, query, hold);
+    const left = query.deadlineMs - (this.options.clock.monotonicMs() - arrivedMs);
+    let outcome = await settleWithin(flight.promise, Math.max(0, left));
     cancelPeers?.();
+    // Still waiting for a slot when the deadline fired (its give-up timer had not run yet): never started, so `overload`.
+    if (outcome.kind === 'deadline' && !flight.started.value) outcome = this.dispatch.notStarted(query);
     if (outcome.kind === 'ok') return this.served(query, { source: 'fresh', value: outcome.value, ageSeconds: 0 });
     const reason: FailSafeReason = outcome.kind === 'deadline' ? 'deadline' : outcome.reason;
     const message = outcome.kind === 'deadline' ? `no answer within deadline_ms=${query.deadlineMs}; the query keeps running` : outcome.message;
-    const entry = this.cache.get(key) ?? (await this.fromPeers(key, query, hold, startedMs));
+    const entry = this.cache.get(key) ?? (await this.fromPeers(key, query, hold, arrivedMs));
     const answer = onFailure(entry, query, this.options.clock.nowMs(), hold);
     if (this.isLive(query)) this.options.metrics.failsafeAnswers.inc({ query: query.name, reason });
     this.logFailure(key, query, params, reason, message, answer);
@@ -132,61 +131,35 @@ export class QueryExecutor {
     this.options.metrics.cacheEntries.set(this.cache.size);
   }
 
-  /** Starts the key's query if the bounds allow it; undefined when they do not (nothing is queued). */
-  private admit(key: string, query: CompiledQuery, params: DeclaredParams): Flight | undefined {
-    const max = this.options.maxInflight ?? MAX_INFLIGHT;
-    const maxPerQuery = this.options.maxInflightPerQuery ?? MAX_INFLIGHT_PER_QUERY;
-    const ofQuery = this.runningPerQuery.get(query.name) ?? 0;
-    if (this.running >= max || ofQuery >= maxPerQuery) return undefined;
-    this.running += 1;
-    this.runningPerQuery.set(query.name, ofQuery + 1);
-    const flight = this.start(key, query, params);
-    void flight.promise.then(() => {
-      this.running -= 1;
-      const left = (this.runningPerQuery.get(query.name) ?? 1) - 1;
-      if (left === 0) this.runningPerQuery.delete(query.name);
-      else this.runningPerQuery.set(query.name, left);
-    });
-    return flight;
-  }
-
-  private start(key: string, query: CompiledQuery, params: DeclaredParams): Flight {
-    const { metrics, status, clock, clickhouse } = this.options;
+  /**
+   * The key's flight, registered at once so later requests join it while it
+   * waits for a slot or a batch: one ClickHouse query (or one share of a batch).
+   */
+  private launch(key: string, query: CompiledQuery, params: DeclaredParams): Flight {
     const epoch = this.epochs.get(query.name) ?? 0;
-    this.started += 1;
-    metrics.inflight.inc();
-    const promise = fly(clickhouse.client, query, params, { afterError: clickhouse.afterQueryError }).then((report: FlightReport) => {
-      metrics.inflight.dec();
-      if (this.inflight.get(key) === flight) this.inflight.delete(key);
-      const { outcome } = report;
-      const live = this.isLive(query);
-      if (live) {
-        metrics.queryDuration.observe(
-          { query: query.name, outcome: outcome.kind === 'ok' ? 'success' : outcome.reason },
-          report.durationSeconds,
-        );
-      }
-      // Failures never write the cache; a flight of a since-changed definition neither.
-      if (outcome.kind === 'ok' && (this.epochs.get(query.name) ?? 0) === epoch) {
-        this.cache.set(key, { query: query.name, fingerprint: query.fingerprint, value: outcome.value, atMs: clock.nowMs() });
-        metrics.cacheEntries.set(this.cache.size);
-      }
-      if (outcome.kind === 'failed' && live) status.failed(query.name, outcome.reason, outcome.message);
+    const waitMs = waitBudgetMs(query.deadlineMs, 0);
+    const started = { value: false };
+    const onStart = () => (started.value = true);
+    const run = this.dispatch.run(query, params, waitMs, onStart);
+    const promise = run.then((outcome) => {
+      this.settleKey(key, query, epoch, outcome, flight);
       return outcome;
     });
-    const flight: Flight = { promise };
+    const flight: Flight = { promise, started };
     this.inflight.set(key, flight);
     return flight;
   }
 
-  private overloaded(query: CompiledQuery): Settled {
-    const max = this.options.maxInflight ?? MAX_INFLIGHT;
-    const maxPerQuery = this.options.maxInflightPerQuery ?? MAX_INFLIGHT_PER_QUERY;
-    return {
-      kind: 'failed',
-      reason: 'overload',
-      message: `not started: ${this.running} of at most ${max} queries in flight, ${this.runningPerQuery.get(query.name) ?? 0} of at most ${maxPerQuery} of this query (slow or stalled answers)`,
-    };
+  /** What a key's outcome does to the key: the cache (a good value of the current definition), status. */
+  private settleKey(key: string, query: CompiledQuery, epoch: number, outcome: KeyOutcome, flight: Flight): void {
+    const { metrics, status, clock } = this.options;
+    if (this.inflight.get(key) === flight) this.inflight.delete(key);
+    // Failures never write the cache; a flight of a since-changed definition neither.
+    if (outcome.kind === 'ok' && (this.epochs.get(query.name) ?? 0) === epoch) {
+      this.cache.set(key, { query: query.name, fingerprint: query.fingerprint, value: outcome.value, atMs: clock.nowMs() });
+      metrics.cacheEntries.set(this.cache.size);
+    }
+    if (outcome.kind === 'failed' && outcome.reason !== 'overload' && this.isLive(query)) status.failed(query.name, outcome.reason, outcome.message);
   }
 
   /**
@@ -247,10 +220,10 @@ function queryOfKey(key: string): string {
   return (JSON.parse(key) as [string])[0];
 }
 
-type Settled = FlightOutcome | { readonly kind: 'deadline' } | { readonly kind: 'failed'; readonly reason: 'overload'; readonly message: string };
+type Settled = KeyOutcome | { readonly kind: 'deadline' };
 
 /** The flight's outcome, or `deadline` if it has not settled within `deadlineMs` (the flight goes on). */
-async function settleWithin(promise: Promise<FlightOutcome>, deadlineMs: number): Promise<Settled> {
+async function settleWithin(promise: Promise<KeyOutcome>, deadlineMs: number): Promise<Settled> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<Settled>((resolve) => {
     timer = setTimeout(() => resolve({ kind: 'deadline' }), deadlineMs);

@@ -3,7 +3,7 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import type { ClickHouseHandle } from '../clickhouse/client.js';
 import type { CompiledQuery } from '../catalogue/types.js';
 import { describeError } from '../errors.js';
-import { ABORT_MARGIN_MS, ReadAbortedError, ResultTooLargeError, runCompact } from './clickhouse-query.js';
+import { ABORT_MARGIN_MS, ReadAbortedError, ResultTooLargeError, runCompact, type RawAnswer } from './clickhouse-query.js';
 import type { DeclaredParams } from './key.js';
 import type { QueryOutcome } from './metrics.js';
 import { parseResult } from './result.js';
@@ -49,35 +49,54 @@ export async function fly(
   params: DeclaredParams,
   options: FlyOptions,
 ): Promise<FlightReport> {
+  const run = await timedRun(client, query.timeoutSeconds, (signal) => runCompact(client, query, params, signal), options);
+  const outcome = run.kind === 'answered' ? judge(run.text, query) : run.outcome;
+  return { outcome, durationSeconds: run.durationSeconds, bytesRead: run.bytesRead };
+}
+
+/** What one timed ClickHouse call gave: its complete body, or the failure it was. */
+export type TimedRun = (
+  | { readonly kind: 'answered'; readonly text: string }
+  | { readonly kind: 'failed'; readonly outcome: Extract<FlightOutcome, { kind: 'failed' }> }
+) & { readonly durationSeconds: number; readonly bytesRead: number };
+
+/**
+ * Runs `exec` under the flight's abort timer (timeout_seconds + ABORT_MARGIN_MS).
+ * The server stops the query at max_execution_time; this timer is for a
+ * server (or network) that does not: before the headers it aborts the
+ * request, after them it destroys the body stream (readBounded) — either way
+ * the socket is closed and this flight settles, so single-flight lets the
+ * next poll start a new one (docs/failsafe.md#deadline-vs-timeout).
+ */
+export async function timedRun(
+  client: ClickHouseClient,
+  timeoutSeconds: number,
+  exec: (signal: AbortSignal) => Promise<RawAnswer>,
+  options: FlyOptions,
+): Promise<TimedRun> {
   const controller = new AbortController();
-  // The server stops the query at max_execution_time; this timer is for a
-  // server (or network) that does not: before the headers it aborts the
-  // request, after them it destroys the body stream (readBounded) — either way
-  // the socket is closed and this flight settles, so single-flight lets the
-  // next poll start a new one (docs/failsafe.md#deadline-vs-timeout).
-  const abortTimer = setTimeout(() => controller.abort(), query.timeoutSeconds * 1000 + ABORT_MARGIN_MS);
+  const abortTimer = setTimeout(() => controller.abort(), timeoutSeconds * 1000 + ABORT_MARGIN_MS);
   // performance.now() measures a duration for the histogram only; no decision depends on it.
   const started = performance.now();
-  let outcome: FlightOutcome;
-  let bytesRead = 0;
+  const took = () => (performance.now() - started) / 1000;
   try {
-    const answer = await runCompact(client, query, params, controller.signal);
-    bytesRead = answer.bytesRead;
-    outcome = judge(answer.text, query);
+    const answer = await exec(controller.signal);
+    return { kind: 'answered', text: answer.text, bytesRead: answer.bytesRead, durationSeconds: took() };
   } catch (err) {
-    if (err instanceof ResultTooLargeError || err instanceof ReadAbortedError) bytesRead = err.bytesRead;
+    const bytesRead = err instanceof ResultTooLargeError || err instanceof ReadAbortedError ? err.bytesRead : 0;
+    let outcome: Extract<FlightOutcome, { kind: 'failed' }>;
     if (err instanceof ResultTooLargeError) {
       outcome = { kind: 'failed', reason: 'bad_result', message: err.message };
     } else {
       const timeout = isTimeout(err, controller.signal);
-      const message = timeout && controller.signal.aborted ? `no answer within ${query.timeoutSeconds} s (aborted)` : describeError(err);
+      const message = timeout && controller.signal.aborted ? `no answer within ${timeoutSeconds} s (aborted)` : describeError(err);
       outcome = { kind: 'failed', reason: timeout ? 'timeout' : 'error', message };
     }
     await options.afterError(client, controller.signal.aborted);
+    return { kind: 'failed', outcome, bytesRead, durationSeconds: took() };
   } finally {
     clearTimeout(abortTimer);
   }
-  return { outcome, durationSeconds: (performance.now() - started) / 1000, bytesRead };
 }
 
 /** A complete body → the flight's outcome: a servable number, or the failure it is. */

@@ -17,7 +17,12 @@ export type QueryOutcome = (typeof QUERY_OUTCOMES)[number];
 export const FAILSAFE_REASONS = ['error', 'timeout', 'bad_result', 'deadline', 'overload'] as const;
 export type FailSafeReason = (typeof FAILSAFE_REASONS)[number];
 
-export type ReloadResult = 'applied' | 'rejected';
+export const RELOAD_RESULTS = ['applied', 'rejected'] as const;
+export type ReloadResult = (typeof RELOAD_RESULTS)[number];
+
+/** How a wait for an admission slot ended (docs/failsafe.md#admission). */
+export const ADMISSION_OUTCOMES = ['started', 'overload'] as const;
+export type AdmissionOutcome = (typeof ADMISSION_OUTCOMES)[number];
 
 const GAUGES_NAMED_LIKE_COUNTERS = ['nodejs_active_resources_total', 'nodejs_active_handles_total', 'nodejs_active_requests_total'] as const;
 
@@ -42,6 +47,11 @@ export class ShimMetrics {
   readonly cacheEntries: Gauge;
   readonly inflight: Gauge;
   readonly reloads: Counter<'result'>;
+  readonly admissionWait: Histogram<'query' | 'outcome'>;
+  readonly batchSize: Histogram<'query'>;
+  readonly queued: Gauge;
+  /** What the queued gauge reads at a scrape (the executor sets it). */
+  admissionQueued: () => number = () => 0;
   /** Keyed by catalogue query name, so bounded by the catalogue. */
   private readonly tallies = new Map<string, QueryTally>();
 
@@ -87,6 +97,37 @@ export class ShimMetrics {
       labelNames: ['result'],
       registers,
     });
+    // Every reload result exists from the start, so rate() and panels show 0, not "no data".
+    for (const result of RELOAD_RESULTS) this.reloads.inc({ result }, 0);
+    this.admissionWait = new Histogram({
+      name: `${PREFIX}admission_wait_seconds`,
+      help: 'Time a ClickHouse query waited for an admission slot, by query and outcome (started, overload).',
+      labelNames: ['query', 'outcome'],
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    });
+    this.batchSize = new Histogram({
+      name: `${PREFIX}batch_size`,
+      help: 'Keys answered by one batched ClickHouse query, by query.',
+      labelNames: ['query'],
+      buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500],
+      registers,
+    });
+    this.queued = new Gauge({
+      name: `${PREFIX}admission_queued`,
+      help: 'ClickHouse queries waiting for an admission slot.',
+      registers,
+      collect: () => this.queued.set(this.admissionQueued()),
+    });
+  }
+
+  /**
+   * Every series a catalogue query can have in failsafe_answers_total, at 0
+   * (the Prometheus instrumentation guide: a counter that exists before its
+   * first event). Called with the live catalogue at start and after each reload.
+   */
+  knowQueries(names: Iterable<string>): void {
+    for (const query of names) for (const reason of FAILSAFE_REASONS) this.failsafeAnswers.inc({ query, reason }, 0);
   }
 
   private tally(query: string): QueryTally {
@@ -133,6 +174,8 @@ export class ShimMetrics {
     for (const source of REQUEST_SOURCES) this.requests.remove({ query, source });
     for (const outcome of QUERY_OUTCOMES) this.queryDuration.remove({ query, outcome });
     for (const reason of FAILSAFE_REASONS) this.failsafeAnswers.remove({ query, reason });
+    for (const outcome of ADMISSION_OUTCOMES) this.admissionWait.remove({ query, outcome });
+    this.batchSize.remove({ query });
     this.servedAge.remove({ query });
   }
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { MAX_INFLIGHT_PER_QUERY } from '../../src/shim/executor.js';
+import { ADMISSION_DEFAULTS } from '../../src/config/schema.js';
 import { clickHouseServerAvailability, startClickHouseServer, type ClickHouseServerProcess } from '../helpers/clickhouse-server.js';
 import { needs } from '../helpers/requirement.js';
 import { stallingProxy } from '../helpers/faults.js';
@@ -17,6 +17,8 @@ import { agent, getJson, startChaosShim, type ChaosShim } from './harness.js';
 const server = clickHouseServerAvailability();
 
 const MARKER = 'stall_marker';
+/** The chaos shim runs on a server URL: the server defaults apply. */
+const MAX_INFLIGHT_PER_QUERY = ADMISSION_DEFAULTS.server.maxInflightPerQuery;
 const STALLED_QUERIES = 100;
 
 needs(server.kind === 'missing' ? server.reason : undefined).describe('100 stalled keys and one healthy key', () => {
@@ -81,7 +83,7 @@ ${stalledQueries}`,
     await healthyIsFresh();
     // More stalls reached the proxy than the client's old pool (10) had sockets, and no more than the query's share.
     expect(proxy.stalled() - stalledBefore).toBe(MAX_INFLIGHT_PER_QUERY);
-    // The rest were not started (nor queued): answered at once, counted as overload.
+    // The rest waited in the admission queue until their deadline came near, then were answered as overload.
     const metrics = await (await fetch(`${chaos.url}/metrics`)).text();
     expect(metrics).toContain(`dfe_keda_shim_failsafe_answers_total{query="stalled_keys",reason="overload"} ${100 - MAX_INFLIGHT_PER_QUERY}`);
   });

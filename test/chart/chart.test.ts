@@ -16,6 +16,7 @@ const CH = { clickhouse: { url: 'https://clickhouse.example:8443', existingSecre
 /** The values matrix; each case is linted, rendered and validated. */
 const MATRIX: Record<string, object> = {
   defaults: {},
+  'admission caps': { ...CH, kedaShim: { admission: { maxInflight: 100, maxInflightPerQuery: 16, maxQueued: 5000 } } },
   'smoothing on, ceilings': {
     ...CH,
     huntRunner: {
@@ -359,6 +360,13 @@ needs(skip).describe('helm chart', () => {
     expect(gitEnv(podSpec(job).initContainers[0])).toMatchObject({ GITSYNC_ONE_TIME: 'true' });
     expect(envOf(container(runner, 'hunt-runner')).DFE_HUNTS_DIR).toBe('/git/hunts/hunts/prod');
     expect(envOf(container(job, 'materialise')).DFE_HUNTS_DIR).toBe('/git/hunts/hunts/prod');
+  });
+
+  it('admission: set caps become the env settings; unset ones are left to the backend default', () => {
+    const set = envOf(container(one(render('admission caps').manifests, 'Deployment', '-shim'), 'shim'));
+    expect(set).toMatchObject({ DFE_KEDA_SHIM_MAX_INFLIGHT: '100', DFE_KEDA_SHIM_MAX_INFLIGHT_PER_QUERY: '16', DFE_KEDA_SHIM_MAX_QUEUED: '5000' });
+    const defaults = envOf(container(one(render('defaults').manifests, 'Deployment', '-shim'), 'shim'));
+    expect(Object.keys(defaults).filter((k) => k.startsWith('DFE_KEDA_SHIM_MAX_IN') || k === 'DFE_KEDA_SHIM_MAX_QUEUED')).toEqual([]);
   });
 
   it('auth: the Secret mounted as files, the env pointing at them, a TriggerAuthentication on the trigger', () => {

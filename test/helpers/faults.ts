@@ -261,7 +261,9 @@ export async function stallingProxy(targetUrl: string, marker: string): Promise<
           res.write('{"meta":[{"name":"value","type":"UInt64"}],"data":[[');
           return;
         }
-        const headers = { ...req.headers, host: target.host, 'content-length': String(body.length) };
+        // The body goes on whole, so its length replaces any chunked framing (both at once is invalid HTTP).
+        const { 'transfer-encoding': _chunked, ...rest } = req.headers;
+        const headers = { ...rest, host: target.host, 'content-length': String(body.length) };
         const forward = httpRequest(url, { method: req.method, headers, agent: upstream }, (up) => {
           res.writeHead(up.statusCode ?? 502, up.headers);
           up.pipe(res);

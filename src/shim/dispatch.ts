@@ -1,0 +1,156 @@
+import type { CompiledQuery } from '../catalogue/types.js';
+import type { ClickHouseHandle } from '../clickhouse/client.js';
+import type { Clock } from '../clock.js';
+import { Admission, type AdmissionLimits, type Ticket } from './admission/admission.js';
+import { BatchCollector, type BatchPolicy } from './admission/batches.js';
+import type { Timers } from './admission/timers.js';
+import { flyBatch, type BatchedQuery, type BatchReport } from './batch-flight.js';
+import { fly, type FlightOutcome } from './flight.js';
+import type { DeclaredParams } from './key.js';
+import type { QueryOutcome, ShimMetrics } from './metrics.js';
+
+/**
+ * How a key's ClickHouse query runs (docs/failsafe.md#admission): it waits for
+ * an admission slot, then runs alone or as its share of a batch
+ * (docs/catalogue.md#batch). It settles to the key's outcome and never rejects;
+ * the cache and the fail-safe answer are the executor's.
+ */
+export interface DispatchOptions {
+  /** Read at every query start, so a swapped client is picked up. */
+  readonly clickhouse: Pick<ClickHouseHandle, 'client' | 'afterQueryError'>;
+  readonly clock: Clock;
+  readonly metrics: ShimMetrics;
+  readonly admission: AdmissionLimits;
+  readonly timers?: Timers | undefined;
+  /** Whether the live catalogue still has the query (metrics of a removed one are not recorded). */
+  readonly isLive: (queryName: string) => boolean;
+}
+
+/** Not started: no admission slot came before the request's wait budget ran out. */
+export type Overload = { readonly kind: 'failed'; readonly reason: 'overload'; readonly message: string };
+export type KeyOutcome = FlightOutcome | Overload;
+
+/** One key waiting in an open batch. */
+interface BatchMember {
+  readonly value: string;
+  /** Monotonic ms by which the batch must have a slot for this key to be answered fresh. */
+  readonly giveUpAtMs: number;
+  readonly resolve: (outcome: KeyOutcome) => void;
+  readonly onStart: () => void;
+}
+
+export class Dispatch {
+  /** ClickHouse queries started so far. */
+  started = 0;
+  private readonly admission: Admission;
+  private readonly batches: BatchCollector<BatchMember>;
+
+  constructor(private readonly options: DispatchOptions) {
+    this.admission = new Admission(options.admission, options.clock, options.timers);
+    this.batches = new BatchCollector(options.clock, options.timers);
+    options.metrics.admissionQueued = () => this.admission.queued;
+  }
+
+  /** The key's outcome: waits at most `waitMs` for a slot; `onStart` once its query (or batch) has one. */
+  run(query: CompiledQuery, params: DeclaredParams, waitMs: number, onStart: () => void): Promise<KeyOutcome> {
+    return isBatched(query) ? this.joinBatch(query, params, waitMs, onStart) : this.runSingle(query, params, waitMs, onStart);
+  }
+
+  /** A key whose query had no slot by its deadline. */
+  notStarted(query: CompiledQuery): Overload {
+    return { kind: 'failed', reason: 'overload', message: `not started within deadline_ms=${query.deadlineMs} (${this.admission.describe(query.name)}; slow or stalled answers)` };
+  }
+
+  private async runSingle(query: CompiledQuery, params: DeclaredParams, waitMs: number, onStart: () => void): Promise<KeyOutcome> {
+    const ticket = await this.admit(query, waitMs);
+    if (ticket.kind === 'refused') return this.overload(query, ticket);
+    onStart();
+    try {
+      const { clickhouse } = this.options;
+      const report = await this.counted(query, () => fly(clickhouse.client, query, params, { afterError: clickhouse.afterQueryError }));
+      return report.outcome;
+    } finally {
+      ticket.release();
+    }
+  }
+
+  private joinBatch(query: BatchedQuery, params: DeclaredParams, waitMs: number, onStart: () => void): Promise<KeyOutcome> {
+    const { param, maxSize, windowMs } = query.batch;
+    const value = params[param] ?? '';
+    const fixed = Object.fromEntries(Object.entries(params).filter(([name]) => name !== param));
+    // One open batch per definition and per value of the other params.
+    const group = JSON.stringify([query.name, query.fingerprint, Object.entries(fixed).sort()]);
+    const policy: BatchPolicy = { maxSize, windowMs, maxOpenMs: query.deadlineMs / 4 };
+    const giveUpAtMs = this.options.clock.monotonicMs() + waitMs;
+    return new Promise((resolve) => {
+      this.batches.join(group, { value, giveUpAtMs, resolve, onStart }, policy, (members) => void this.runBatch(query, fixed, members));
+    });
+  }
+
+  /** One ClickHouse query for a closed batch; each member gets its own key's outcome. */
+  private async runBatch(query: BatchedQuery, fixed: DeclaredParams, members: readonly BatchMember[]): Promise<void> {
+    const giveUpAtMs = Math.min(...members.map((m) => m.giveUpAtMs));
+    const ticket = await this.admit(query, giveUpAtMs - this.options.clock.monotonicMs());
+    if (ticket.kind === 'refused') {
+      const overload = this.overload(query, ticket);
+      for (const member of members) member.resolve(overload);
+      return;
+    }
+    for (const member of members) member.onStart();
+    const values = [...new Set(members.map((m) => m.value))];
+    let report: BatchReport;
+    try {
+      if (this.isLive(query)) this.options.metrics.batchSize.observe({ query: query.name }, values.length);
+      const { clickhouse } = this.options;
+      report = await this.counted(query, () => flyBatch(clickhouse.client, query, values, fixed, { afterError: clickhouse.afterQueryError }));
+    } finally {
+      ticket.release();
+    }
+    const lost: FlightOutcome = { kind: 'failed', reason: 'bad_result', message: 'batch: no outcome for this key' };
+    for (const member of members) member.resolve(report.outcomes.get(member.value) ?? lost);
+  }
+
+  /** A slot for one ClickHouse query of `query`, waiting at most `waitMs`; the wait is observed. */
+  private async admit(query: CompiledQuery, waitMs: number): Promise<Ticket> {
+    const ticket = await this.admission.acquire(query.name, waitMs);
+    if (this.isLive(query)) {
+      const outcome = ticket.kind === 'admitted' ? 'started' : 'overload';
+      this.options.metrics.admissionWait.observe({ query: query.name, outcome }, ticket.waitedMs / 1000);
+    }
+    return ticket;
+  }
+
+  /** Runs one admitted ClickHouse query: the started count, the in-flight gauge and the duration histogram. */
+  private async counted<R extends { readonly durationSeconds: number } & ({ readonly outcome: FlightOutcome } | { readonly queryOutcome: QueryOutcome })>(
+    query: CompiledQuery,
+    run: () => Promise<R>,
+  ): Promise<R> {
+    const { metrics } = this.options;
+    this.started += 1;
+    metrics.inflight.inc();
+    let report: R;
+    try {
+      report = await run();
+    } finally {
+      metrics.inflight.dec();
+    }
+    if (this.isLive(query)) {
+      const outcome = 'queryOutcome' in report ? report.queryOutcome : report.outcome.kind === 'ok' ? 'success' : report.outcome.reason;
+      metrics.queryDuration.observe({ query: query.name, outcome }, report.durationSeconds);
+    }
+    return report;
+  }
+
+  private overload(query: CompiledQuery, ticket: Extract<Ticket, { kind: 'refused' }>): Overload {
+    const why = ticket.why === 'queue_full' ? 'the admission queue is full' : `no slot within ${Math.round(ticket.waitedMs)} ms`;
+    return { kind: 'failed', reason: 'overload', message: `not started: ${why} (${this.admission.describe(query.name)}; slow or stalled answers)` };
+  }
+
+  private isLive(query: CompiledQuery): boolean {
+    return this.options.isLive(query.name);
+  }
+}
+
+function isBatched(query: CompiledQuery): query is BatchedQuery {
+  return query.batch !== undefined;
+}

@@ -1,0 +1,85 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ClickHouseHandle } from '../../src/clickhouse/client.js';
+import { describeError } from '../../src/errors.js';
+
+/**
+ * The embedded engine (chdb: a real ClickHouse in this process) behind a
+ * loopback HTTP listener speaking the part of ClickHouse's HTTP interface that
+ * `@clickhouse/client` uses to run a query: the SQL in the POST body,
+ * `param_<name>` values and settings in the URL. Each query is counted. It lets
+ * the shim take its SERVER path (HTTP client, socket pool, a server's admission
+ * defaults) with query parameters, which this machine's clickhouse-server
+ * (18.16) does not have. The answer is the engine's own output; an engine
+ * error is a 500 with ClickHouse's `Code: N. DB::Exception` text.
+ *
+ * Parameter values are passed on as ClickHouse text, which chdb's bind path
+ * escapes once more: a value holding a backslash would not arrive intact, so
+ * one is refused (the shim's parameter rule, [A-Za-z0-9_.:-], allows none).
+ */
+export interface EngineFront {
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string;
+  /** Queries received so far (pings not counted). */
+  queries(): number;
+  close(): Promise<void>;
+}
+
+/** URL keys that are not settings. */
+const NOT_SETTINGS = new Set(['query_id', 'query', 'database', 'default_format', 'session_id', 'enable_http_compression']);
+
+export async function startEngineFront(engine: ClickHouseHandle): Promise<EngineFront> {
+  let queries = 0;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if ((req.url ?? '').startsWith('/ping')) return void res.end('Ok.\n');
+      queries += 1;
+      void answer(engine, req, Buffer.concat(chunks).toString('utf8'), res);
+    });
+  });
+  server.keepAliveTimeout = 10_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    queries: () => queries,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+async function answer(engine: ClickHouseHandle, req: IncomingMessage, body: string, res: ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://front');
+  const params: Record<string, string> = {};
+  const settings: Record<string, string> = {};
+  for (const [key, value] of url.searchParams) {
+    if (key.startsWith('param_')) params[key.slice('param_'.length)] = value;
+    else if (!NOT_SETTINGS.has(key)) settings[key] = value;
+  }
+  const query = body.length > 0 ? body : (url.searchParams.get('query') ?? '');
+  const escaped = Object.entries(params).find(([, value]) => value.includes('\\'));
+  if (escaped !== undefined) return fail(res, 36, `param_${escaped[0]} holds a backslash, which this front cannot pass on intact`);
+  try {
+    const { stream } = await engine.client.exec({ query, query_params: params, clickhouse_settings: settings });
+    const out: Buffer[] = [];
+    for await (const chunk of stream) out.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
+    res.writeHead(200, { 'Content-Type': 'application/json; charset=UTF-8', 'X-ClickHouse-Server-Display-Name': 'engine-front' });
+    res.end(Buffer.concat(out));
+  } catch (err) {
+    const code = Number((err as { code?: unknown }).code ?? 1002);
+    fail(res, Number.isFinite(code) ? code : 1002, describeError(err));
+  }
+}
+
+function fail(res: ServerResponse, code: number, message: string): void {
+  if (res.headersSent) return void res.destroy();
+  res.writeHead(500, { 'Content-Type': 'text/plain; charset=UTF-8', 'X-ClickHouse-Exception-Code': String(code) });
+  res.end(`Code: ${code}. DB::Exception: ${message}\n`);
+}

@@ -1,0 +1,203 @@
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import { Admission, type Ticket } from '../../src/shim/admission/admission.js';
+import { BatchCollector } from '../../src/shim/admission/batches.js';
+import { answerMarginMs, waitBudgetMs } from '../../src/shim/admission/budget.js';
+import { FairQueue, type Waiting } from '../../src/shim/admission/fair-queue.js';
+import type { Timers } from '../../src/shim/admission/timers.js';
+
+/** Timers a test fires by moving the clock: due ones run in order of their due time. */
+class ManualTimers implements Timers {
+  private next = 0;
+  private readonly due = new Map<number, { at: number; fn: () => void }>();
+  constructor(private readonly clock: ManualClock) {}
+  set(fn: () => void, ms: number): unknown {
+    const id = this.next++;
+    this.due.set(id, { at: this.clock.monotonicMs() + ms, fn });
+    return id;
+  }
+  clear(handle: unknown): void {
+    this.due.delete(handle as number);
+  }
+  get pending(): number {
+    return this.due.size;
+  }
+  advance(ms: number): void {
+    const until = this.clock.monotonicMs() + ms;
+    for (;;) {
+      const first = [...this.due.entries()].filter(([, t]) => t.at <= until).sort((a, b) => a[1].at - b[1].at)[0];
+      if (first === undefined) break;
+      this.clock.set(this.clock.nowMs() + Math.max(0, first[1].at - this.clock.monotonicMs()));
+      this.due.delete(first[0]);
+      first[1].fn();
+    }
+    this.clock.set(this.clock.nowMs() + Math.max(0, until - this.clock.monotonicMs()));
+  }
+}
+
+const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+function setup(limits = { maxInflight: 2, maxInflightPerQuery: 1, maxQueued: 3 }) {
+  const clock = new ManualClock(1_000);
+  const timers = new ManualTimers(clock);
+  return { clock, timers, admission: new Admission(limits, clock, timers) };
+}
+
+/** Tracks a ticket promise: settled value once it resolves. */
+function track(p: Promise<Ticket>): { ticket: Ticket | undefined } {
+  const box: { ticket: Ticket | undefined } = { ticket: undefined };
+  void p.then((t) => (box.ticket = t));
+  return box;
+}
+
+describe('fair queue', () => {
+  it('serves queries round-robin, FIFO within one, skipping waiters that left and queries at their cap', () => {
+    const q = new FairQueue<Waiting & { id: string }>();
+    const w = (query: string, id: string) => ({ query, id, gone: false });
+    const a1 = w('a', 'a1');
+    for (const x of [a1, w('a', 'a2'), w('a', 'a3'), w('b', 'b1'), w('c', 'c1'), w('c', 'c2')]) q.push(x);
+    q.leave(a1);
+    expect(q.size).toBe(5);
+    const order: string[] = [];
+    for (let x = q.next(() => true); x !== undefined; x = q.next(() => true)) order.push(x.id);
+    expect(order).toEqual(['a2', 'b1', 'c1', 'a3', 'c2']);
+    q.push(w('a', 'a4'));
+    q.push(w('b', 'b2'));
+    expect(q.next((query) => query !== 'a')?.id).toBe('b2');
+    expect(q.next((query) => query !== 'a')).toBeUndefined();
+    expect(q.size).toBe(1);
+  });
+});
+
+describe('admission', () => {
+  it('starts at once under the caps; past them it waits and starts when a slot frees', async () => {
+    const { admission } = setup();
+    const first = await admission.acquire('a', 100);
+    expect(first).toMatchObject({ kind: 'admitted', waitedMs: 0 });
+    const second = track(admission.acquire('a', 100));
+    await flush();
+    expect(second.ticket).toBeUndefined();
+    expect(admission.queued).toBe(1);
+    if (first.kind === 'admitted') first.release();
+    await flush();
+    expect(second.ticket).toMatchObject({ kind: 'admitted' });
+    expect(admission.inflightOf('a')).toBe(1);
+  });
+
+  it('gives up at its wait budget: refused as overload, never started', async () => {
+    const { admission, timers } = setup();
+    await admission.acquire('a', 100);
+    const waiting = track(admission.acquire('a', 100));
+    timers.advance(99);
+    await flush();
+    expect(waiting.ticket).toBeUndefined();
+    timers.advance(1);
+    await flush();
+    expect(waiting.ticket).toEqual({ kind: 'refused', waitedMs: 100, why: 'gave_up' });
+    expect(admission.queued).toBe(0);
+    expect(timers.pending).toBe(0);
+  });
+
+  it('one busy query cannot starve another: a free slot goes round-robin', async () => {
+    const { admission } = setup({ maxInflight: 1, maxInflightPerQuery: 1, maxQueued: 10 });
+    const held = await admission.acquire('busy', 1_000);
+    const busy = [track(admission.acquire('busy', 1_000)), track(admission.acquire('busy', 1_000))];
+    const other = track(admission.acquire('other', 1_000));
+    if (held.kind === 'admitted') held.release();
+    await flush();
+    expect(busy[0]?.ticket?.kind).toBe('admitted');
+    expect(other.ticket).toBeUndefined();
+    const t0 = busy[0]?.ticket;
+    if (t0?.kind === 'admitted') t0.release();
+    await flush();
+    expect(other.ticket?.kind).toBe('admitted');
+    expect(busy[1]?.ticket).toBeUndefined();
+  });
+
+  it('the per-query cap holds while other queries use the free global slots', async () => {
+    const { admission } = setup({ maxInflight: 3, maxInflightPerQuery: 1, maxQueued: 10 });
+    await admission.acquire('a', 100);
+    const a2 = track(admission.acquire('a', 100));
+    const b = track(admission.acquire('b', 100));
+    await flush();
+    expect(b.ticket?.kind).toBe('admitted');
+    expect(a2.ticket).toBeUndefined();
+    expect(admission.inflight).toBe(2);
+  });
+
+  it('the queue is bounded: past maxQueued a request is refused at once', async () => {
+    const { admission } = setup({ maxInflight: 1, maxInflightPerQuery: 1, maxQueued: 2 });
+    await admission.acquire('a', 100);
+    track(admission.acquire('a', 100));
+    track(admission.acquire('b', 100));
+    expect(await admission.acquire('c', 100)).toEqual({ kind: 'refused', waitedMs: 0, why: 'queue_full' });
+    expect(admission.describe('a')).toBe('1 of at most 1 queries in flight, 1 of at most 1 of this query, 2 of at most 2 waiting');
+  });
+
+  it('no budget, no wait: refused at once when it cannot start', async () => {
+    const { admission } = setup();
+    await admission.acquire('a', 0);
+    expect(await admission.acquire('a', 0)).toEqual({ kind: 'refused', waitedMs: 0, why: 'gave_up' });
+  });
+
+  it('a release is counted once however often it is called', async () => {
+    const { admission } = setup();
+    const t = await admission.acquire('a', 0);
+    if (t.kind === 'admitted') {
+      t.release();
+      t.release();
+    }
+    expect(admission.inflight).toBe(0);
+  });
+});
+
+describe('wait budget', () => {
+  it('leaves a margin inside deadline_ms to answer from the fail-safe path', () => {
+    expect(answerMarginMs(2_000)).toBe(50);
+    expect(answerMarginMs(200)).toBe(20);
+    expect(waitBudgetMs(2_000, 0)).toBe(1_950);
+    expect(waitBudgetMs(2_000, 1_960)).toBeLessThan(0);
+  });
+});
+
+describe('batch collector', () => {
+  const policy = { maxSize: 3, windowMs: 10, maxOpenMs: 25 };
+
+  it('closes a batch when it is full', () => {
+    const clock = new ManualClock();
+    const batches: string[][] = [];
+    const c = new BatchCollector<string>(clock, new ManualTimers(clock));
+    for (const v of ['a', 'b', 'c', 'd']) c.join('g', v, policy, (m) => batches.push(m));
+    expect(batches).toEqual([['a', 'b', 'c']]);
+    expect(c.openBatches).toBe(1);
+  });
+
+  it('closes once no key joined for windowMs; groups are separate batches', () => {
+    const clock = new ManualClock();
+    const timers = new ManualTimers(clock);
+    const batches: string[][] = [];
+    const c = new BatchCollector<string>(clock, timers);
+    c.join('g', 'a', policy, (m) => batches.push(m));
+    timers.advance(9);
+    c.join('g', 'b', policy, (m) => batches.push(m));
+    c.join('h', 'x', policy, (m) => batches.push(m));
+    timers.advance(9);
+    expect(batches).toEqual([]);
+    timers.advance(1);
+    expect(batches).toEqual([['a', 'b'], ['x']]);
+  });
+
+  it('closes after maxOpenMs even while keys keep joining', () => {
+    const clock = new ManualClock();
+    const timers = new ManualTimers(clock);
+    const batches: number[][] = [];
+    const c = new BatchCollector<number>(clock, timers);
+    for (let i = 0; i < 2; i++) c.join('g', i, { ...policy, maxSize: 100 }, (m) => batches.push(m));
+    for (let i = 2; i < 6; i++) {
+      timers.advance(8);
+      c.join('g', i, { ...policy, maxSize: 100 }, (m) => batches.push(m));
+    }
+    expect(batches).toEqual([[0, 1, 2, 3, 4]]);
+    expect(c.openBatches).toBe(1);
+  });
+});
