@@ -8,6 +8,7 @@ import tseslint from 'typescript-eslint';
  */
 const LAYERS = {
   config: [],
+  telemetry: ['config'],
   clickhouse: ['config'],
   schedule: ['clickhouse', 'config'],
   pressure: ['clickhouse', 'config'],
@@ -18,6 +19,8 @@ const LAYERS = {
   shim: ['catalogue', 'coordination', 'smoothing', 'pressure', 'clickhouse', 'config'],
   demo: ['shim', 'runner', 'catalogue', 'coordination', 'smoothing', 'schedule', 'pressure', 'clickhouse', 'config'],
 };
+/** Tracing (src/telemetry/, below config only) is for every layer above config, like log.ts. */
+for (const [folder, allowed] of Object.entries(LAYERS)) if (folder !== 'config' && folder !== 'telemetry') allowed.push('telemetry');
 const FOLDERS = [...Object.keys(LAYERS), 'cli'];
 /**
  * The embedded engine (npm chdb, a devDependency the image never ships) is

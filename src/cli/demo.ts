@@ -5,6 +5,8 @@
  * `ignoreRepeatedStop` in shell.ts: npm delivers Ctrl-C twice).
  */
 import { demoConfig, startDemo } from '../demo/program.js';
+import { createLogger } from '../log.js';
+import { withTelemetry } from '../telemetry/start.js';
 import { exitWhenDone, launch } from './shell.js';
 
 const failure = { prefix: 'dfe demo: ' };
@@ -13,7 +15,7 @@ exitWhenDone(
   launch({
     failure,
     configure: () => demoConfig(),
-    start: startDemo,
+    start: (config) => withTelemetry({ serviceName: 'dfe-demo', logger: () => createLogger(config.log) }, () => startDemo(config)),
     signals: (demo) => ({ logger: demo.logger, graceMs: 15_000, stoppingMessage: 'shutting down', ignoreRepeatedStop: true }),
   }),
   failure,

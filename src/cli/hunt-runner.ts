@@ -12,6 +12,7 @@ import { materialise, materialiseSummary, readSchedule } from '../coordination/m
 import { applySchema, coordinationSettings, resolveTopology } from '../coordination/topology.js';
 import { schemaDdl, type SchemaOptions } from '../coordination/tables.js';
 import { startHuntRunner, type HuntRunnerProcess } from '../runner/start.js';
+import { withTelemetry } from '../telemetry/start.js';
 import { enableHunt, readDisabled } from '../runner/smoothing/hunt-state.js';
 import { exitWhenDone, launch, reportFailure, type FailureStyle, type Program, type Running } from './shell.js';
 import { applyCommand, exportCommand, parseCycles, planCommand, statusCommand } from './smoothing.js';
@@ -230,7 +231,10 @@ function runProgram(flags: Flags, failure: FailureStyle): Program<AppConfig, Hun
     configure: () => loadConfig(process.env, stringFlags(flags)),
     start(config) {
       const host = typeof flags['metrics-host'] === 'string' ? flags['metrics-host'] : '0.0.0.0';
-      return startHuntRunner({ config, log: createLogger(config.log), serve: { host, port: config.runner.metricsPort } });
+      const log = createLogger(config.log);
+      return withTelemetry({ serviceName: 'dfe-hunt-runner', logger: () => log }, () =>
+        startHuntRunner({ config, log, serve: { host, port: config.runner.metricsPort } }),
+      );
     },
     signals: (runner) => ({ logger: runner.logger, graceMs: RUN_GRACE_MS, stoppingMessage: 'stopping: waiting for in-flight runs' }),
   };

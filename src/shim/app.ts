@@ -7,6 +7,7 @@ import { systemClock, type Clock } from '../clock.js';
 import type { ShimConfig } from '../config/load.js';
 import { DfeError, describeError, showValue } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
+import { currentTelemetry } from '../telemetry/start.js';
 import { AuthGuard } from './auth.js';
 import type { ShimContext, ShimRouteOptions } from './context.js';
 import { shimErrorHandler } from './error-handler.js';
@@ -165,6 +166,9 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
       done();
     });
   }
+  // A span per poll when tracing is on (src/telemetry/); registered before the routes it wraps.
+  const tracing = currentTelemetry().fastifyPlugin;
+  if (tracing !== undefined) await app.register(tracing);
   await app.register(shimPlugin, { ctx });
   return app;
 }

@@ -110,6 +110,8 @@ export async function runCompact(
   query: CompiledQuery,
   params: DeclaredParams,
   signal: AbortSignal,
+  /** The W3C trace headers of the query's span, when traced (src/clickhouse/traced-query.ts). */
+  headers?: Record<string, string>,
 ): Promise<RawAnswer> {
   // exec hands back the raw body stream, so this code (not the client, which
   // detaches the abort signal once headers arrive) owns how long and how much
@@ -118,6 +120,7 @@ export async function runCompact(
     query: `${firstRowSql(query.sql)}\nFORMAT JSONCompact`,
     query_params: queryParams(query, params),
     abort_signal: signal,
+    ...(headers === undefined ? {} : { http_headers: headers }),
     clickhouse_settings: {
       max_execution_time: query.timeoutSeconds,
       // nan/inf come back as strings instead of null, so they are rejected as

@@ -1,0 +1,146 @@
+import type { FastifyPluginCallback } from 'fastify';
+import type { Logger } from '../log.js';
+import { tracingSettings, type SamplerSettings, type TracingSettings } from './settings.js';
+import { setTraceApi } from './trace.js';
+
+/**
+ * Starts OpenTelemetry tracing when an OTLP endpoint is set (settings.ts),
+ * before the program starts: a tracer provider (OTLP/HTTP protobuf exporter,
+ * batched), the W3C propagator, async-local context, and `@fastify/otel` for
+ * the shim's requests. Without an endpoint it loads nothing: every module of
+ * OpenTelemetry is imported dynamically, here, only when on.
+ *
+ * `@opentelemetry/sdk-trace-node` rather than `@opentelemetry/sdk-node`: the
+ * latter brings every signal and exporter (metrics, logs, gRPC, Zipkin) and
+ * takes the production install past its 50 MB goal (docs/performance.md).
+ */
+export interface Telemetry {
+  /** The settings it runs with; undefined when off. */
+  readonly settings: TracingSettings | undefined;
+  /** `@fastify/otel` as a plugin, for src/shim/app.ts; undefined when off. */
+  readonly fastifyPlugin: FastifyPluginCallback | undefined;
+  /** Exports what is buffered (bounded by the exporter's timeout), then turns tracing off. */
+  shutdown(): Promise<void>;
+}
+
+export interface StartTelemetryOptions {
+  /** OTEL_SERVICE_NAME's default: the program (`dfe-keda-shim`, `dfe-hunt-runner`, `dfe-demo`). */
+  readonly serviceName: string;
+  readonly env?: NodeJS.ProcessEnv;
+  /** Where the SDK's own problems (an unreachable collector) are written, at warn; made only when tracing is on. */
+  readonly logger?: () => Logger;
+}
+
+const OFF: Telemetry = Object.freeze({ settings: undefined, fastifyPlugin: undefined, shutdown: async () => undefined });
+
+let current: Telemetry = OFF;
+
+/** The running telemetry (OFF until startTelemetry turned it on): src/shim/app.ts asks it for the plugin. */
+export function currentTelemetry(): Telemetry {
+  return current;
+}
+
+/** Paths polled by probes and Prometheus: every few seconds, nothing to see in a trace. */
+const UNTRACED_PATHS = new Set(['/livez', '/readyz', '/metrics']);
+
+export async function startTelemetry(options: StartTelemetryOptions): Promise<Telemetry> {
+  const settings = tracingSettings(options.env ?? process.env, options.serviceName);
+  if (settings === undefined) return OFF;
+  if (current !== OFF) throw new Error('tracing is already started in this process');
+  const [api, core, sdk, resources, exporter, fastifyOtel] = await Promise.all([
+    import('@opentelemetry/api'),
+    import('@opentelemetry/core'),
+    import('@opentelemetry/sdk-trace-node'),
+    import('@opentelemetry/resources'),
+    import('@opentelemetry/exporter-trace-otlp-proto'),
+    import('@fastify/otel'),
+  ]);
+  const logger = options.logger?.();
+  if (logger !== undefined) {
+    const warn = (message: string, ...args: unknown[]) => logger.warn({ otel: args.length > 0 ? args : undefined }, `opentelemetry: ${message}`);
+    const quiet = () => undefined;
+    api.diag.setLogger({ error: warn, warn, info: quiet, debug: quiet, verbose: quiet }, api.DiagLogLevel.WARN);
+  }
+  // The program's name, then OTEL_RESOURCE_ATTRIBUTES (k8s.pod.name=…) from the process
+  // environment, then OTEL_SERVICE_NAME, which wins over both.
+  const named = settings.serviceName === options.serviceName ? {} : { 'service.name': settings.serviceName };
+  const resource = resources
+    .resourceFromAttributes({ 'service.name': options.serviceName })
+    .merge(resources.detectResources({ detectors: [resources.envDetector] }))
+    .merge(resources.resourceFromAttributes(named));
+  const provider = new sdk.NodeTracerProvider({
+    resource,
+    sampler: sampler(sdk, settings.sampler),
+    // OTEL_BSP_* (queue size, delay, batch size) are read by the processor itself.
+    spanProcessors: [new sdk.BatchSpanProcessor(new exporter.OTLPTraceExporter({ url: settings.tracesUrl }))],
+  });
+  provider.register({ propagator: new core.W3CTraceContextPropagator() });
+  const instrumentation = new fastifyOtel.FastifyOtelInstrumentation({
+    // One span per request: hook and handler spans would triple the work for no decision to see.
+    instrumentHooks: false,
+    instrumentHandler: false,
+    ignorePaths: (route: { url?: string }) => UNTRACED_PATHS.has(route.url ?? ''),
+    requestHook: (span, request) => {
+      const route = request.routeOptions.url;
+      if (route !== undefined) span.updateName(`${request.method} ${route}`);
+    },
+  });
+  instrumentation.setTracerProvider(provider);
+  setTraceApi({ api, tracer: provider.getTracer('dfe-keda-shim') });
+  let stopped: Promise<void> | undefined;
+  const running: Telemetry = {
+    settings,
+    fastifyPlugin: instrumentation.plugin() as FastifyPluginCallback,
+    shutdown: () =>
+      (stopped ??= (async () => {
+        setTraceApi(undefined);
+        instrumentation.disable();
+        try {
+          await provider.shutdown();
+        } finally {
+          api.trace.disable();
+          api.propagation.disable();
+          api.context.disable();
+          if (current === running) current = OFF;
+        }
+      })()),
+  };
+  current = running;
+  return running;
+}
+
+function sampler(sdk: typeof import('@opentelemetry/sdk-trace-node'), settings: SamplerSettings) {
+  switch (settings.name) {
+    case 'always_on':
+      return new sdk.AlwaysOnSampler();
+    case 'always_off':
+      return new sdk.AlwaysOffSampler();
+    case 'traceidratio':
+      return new sdk.TraceIdRatioBasedSampler(settings.ratio);
+    case 'parentbased_always_on':
+      return new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() });
+    case 'parentbased_always_off':
+      return new sdk.ParentBasedSampler({ root: new sdk.AlwaysOffSampler() });
+    case 'parentbased_traceidratio':
+      return new sdk.ParentBasedSampler({ root: new sdk.TraceIdRatioBasedSampler(settings.ratio) });
+  }
+}
+
+/**
+ * A program's start with tracing around it (the CLIs): telemetry first, so the
+ * program's first span already exports; the program's close, then a flush of
+ * the last spans. A start that fails turns tracing off again.
+ */
+export async function withTelemetry<R extends { close(): Promise<void> }>(options: StartTelemetryOptions, start: () => Promise<R>): Promise<R> {
+  const telemetry = await startTelemetry(options);
+  let running: R;
+  try {
+    running = await start();
+  } catch (err) {
+    await telemetry.shutdown();
+    throw err;
+  }
+  if (telemetry.settings === undefined) return running;
+  const close = running.close.bind(running);
+  return Object.assign(running, { close: () => close().finally(() => telemetry.shutdown()) });
+}
