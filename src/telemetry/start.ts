@@ -19,6 +19,8 @@ export interface Telemetry {
   readonly settings: TracingSettings | undefined;
   /** `@fastify/otel` as a plugin, for src/shim/app.ts; undefined when off. */
   readonly fastifyPlugin: FastifyPluginCallback | undefined;
+  /** Exports what is buffered now (tests, benches). */
+  flush(): Promise<void>;
   /** Exports what is buffered (bounded by the exporter's timeout), then turns tracing off. */
   shutdown(): Promise<void>;
 }
@@ -31,7 +33,7 @@ export interface StartTelemetryOptions {
   readonly logger?: () => Logger;
 }
 
-const OFF: Telemetry = Object.freeze({ settings: undefined, fastifyPlugin: undefined, shutdown: async () => undefined });
+const OFF: Telemetry = Object.freeze({ settings: undefined, fastifyPlugin: undefined, flush: async () => undefined, shutdown: async () => undefined });
 
 let current: Telemetry = OFF;
 
@@ -91,6 +93,7 @@ export async function startTelemetry(options: StartTelemetryOptions): Promise<Te
   const running: Telemetry = {
     settings,
     fastifyPlugin: instrumentation.plugin() as FastifyPluginCallback,
+    flush: () => provider.forceFlush(),
     shutdown: () =>
       (stopped ??= (async () => {
         setTraceApi(undefined);

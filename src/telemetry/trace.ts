@@ -90,10 +90,11 @@ export function traceHeaders(): Record<string, string> | undefined {
   return headers;
 }
 
-const NO_FIELDS: Readonly<Record<string, never>> = Object.freeze({});
-
-/** Fields for a log line (pino mixin, src/log.ts): `trace_id`, `span_id` of the current sampled span. */
-export function traceLogFields(): Readonly<Record<string, string>> {
+/**
+ * Fields for a log line (pino mixin, src/log.ts): `trace_id`, `span_id` of the
+ * current sampled span. A new object each time: pino merges the line into it.
+ */
+export function traceLogFields(): Record<string, string> {
   const current = sampledContext();
-  return current === undefined ? NO_FIELDS : { trace_id: current.traceId, span_id: current.spanId };
+  return current === undefined ? {} : { trace_id: current.traceId, span_id: current.spanId };
 }

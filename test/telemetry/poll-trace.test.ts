@@ -1,0 +1,142 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load.js';
+import { startShim, type RunningShim } from '../../src/shim/start.js';
+import { startTelemetry, type Telemetry } from '../../src/telemetry/start.js';
+import { freePort } from '../helpers/ports.js';
+import { capturingLogger } from '../shim/helpers.js';
+import { otlpReceiver, SPAN_KIND, type OtlpReceiver, type ReceivedSpan } from './otlp-receiver.js';
+import { recordingFront, type RecordingFront } from './recording-front.js';
+
+/**
+ * One KEDA poll, traced end to end (docs/operations.md#traces): the shim runs
+ * with OTEL_* set (sampler always_on) and exports to a real OTLP/HTTP receiver
+ * on a loopback socket; its ClickHouse is a loopback front that records the
+ * headers it gets. What arrives is decoded from the protobuf the exporter sent.
+ */
+let receiver: OtlpReceiver;
+let front: RecordingFront;
+let telemetry: Telemetry;
+let shim: RunningShim;
+const log = capturingLogger();
+const dir = mkdtempSync(join(tmpdir(), 'dfe-trace-'));
+/** An override query whose good value is reused for a minute. */
+const OVERRIDE = ['queries:', '  young:', '    fresh_for_seconds: 60', '    sql: SELECT {n:UInt32} AS value', '    binds: {n: 1}', ''].join('\n');
+
+beforeAll(async () => {
+  writeFileSync(join(dir, 'override.yaml'), OVERRIDE);
+  receiver = await otlpReceiver();
+  front = await recordingFront(7);
+  telemetry = await startTelemetry({
+    serviceName: 'dfe-keda-shim',
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'always_on', OTEL_SERVICE_NAME: 'shim-under-test' },
+  });
+  const config = loadConfig({
+    DFE_CLICKHOUSE_URL: front.url,
+    DFE_KEDA_SHIM_HOST: '127.0.0.1',
+    DFE_KEDA_SHIM_PORT: String(await freePort()),
+    DFE_KEDA_SHIM_QUERY_CONFIG: join(dir, 'override.yaml'),
+    LOG_LEVEL: 'silent',
+  });
+  shim = await startShim({ config, logger: log.logger });
+});
+
+afterAll(async () => {
+  await shim?.close();
+  await telemetry?.shutdown();
+  await front?.close();
+  await receiver?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function poll(path: string): Promise<Record<string, unknown>> {
+  const res = await fetch(`${shim.url}${path}`);
+  expect(res.status).toBe(200);
+  return (await res.json()) as Record<string, unknown>;
+}
+
+/** The root span of the poll whose URL path is `path`, once exported. */
+async function rootOf(path: string): Promise<ReceivedSpan> {
+  await telemetry.flush();
+  const [root] = await receiver.waitFor((s) => s.parentSpanId === '' && s.attributes['url.path'] === path);
+  return root!;
+}
+
+describe('a traced poll', () => {
+  it('is a root server span with the route, the cache decision, and a ClickHouse child span whose traceparent reached ClickHouse', async () => {
+    expect(await poll('/keda/hunt-backlog')).toMatchObject({ value: 7, source: 'fresh' });
+    const root = await rootOf('/keda/hunt-backlog');
+    expect(root.name).toBe('GET /keda/hunt-backlog');
+    expect(root.kind).toBe(SPAN_KIND.server);
+    expect(root.resource['service.name']).toBe('shim-under-test');
+    expect(root.attributes).toMatchObject({
+      'http.route': '/keda/hunt-backlog',
+      'http.request.method': 'GET',
+      'http.response.status_code': 200,
+      'dfe.query': 'backlog',
+      'dfe.cache.decision': 'started',
+      'dfe.answer.source': 'fresh',
+      'dfe.answer.age_seconds': 0,
+    });
+    expect(root.attributes['dfe.answer.reason']).toBeUndefined();
+
+    const [child] = await receiver.waitFor((s) => s.traceId === root.traceId && s.parentSpanId === root.spanId);
+    expect(child!.name).toBe('SELECT backlog');
+    expect(child!.kind).toBe(SPAN_KIND.client);
+    expect(child!.statusCode).toBe(0);
+    const frontPort = Number(new URL(front.url).port);
+    expect(child!.attributes).toMatchObject({
+      'db.system.name': 'clickhouse',
+      'db.operation.name': 'SELECT',
+      'dfe.query': 'backlog',
+      'server.address': '127.0.0.1',
+      'server.port': frontPort,
+    });
+    // The SQL exactly as sent.
+    const sent = front.requests.at(-1)!;
+    expect(sent.sql).toContain(String(child!.attributes['db.query.text']));
+
+    // ClickHouse got the CHILD span's context: its own spans hang under the query span.
+    expect(sent.headers.traceparent).toBe(`00-${root.traceId}-${child!.spanId}-01`);
+  });
+
+  it('a poll answered from a young cached value says so and asks ClickHouse nothing', async () => {
+    expect(await poll('/q/young')).toMatchObject({ value: 7, source: 'fresh' });
+    const before = front.requests.length;
+    expect(await poll('/q/young?again=1')).toMatchObject({ value: 7 });
+    const root = await rootOf('/q/young?again=1');
+    expect(root.attributes['http.route']).toBe('/q/:name');
+    expect(front.requests.length).toBe(before);
+    expect(root.attributes).toMatchObject({ 'dfe.cache.decision': 'young', 'dfe.answer.source': 'fresh' });
+    expect(receiver.spans.filter((s) => s.parentSpanId === root.spanId)).toEqual([]);
+  });
+
+  it('a failed query: the fail-safe reason on the poll, an error status on the query span, trace_id on the log line', async () => {
+    front.failing = true;
+    try {
+      expect(await poll('/keda/pressure?service=traced-svc')).toMatchObject({ source: 'cold_hold' });
+    } finally {
+      front.failing = false;
+    }
+    const root = await rootOf('/keda/pressure?service=traced-svc');
+    expect(root.attributes).toMatchObject({ 'dfe.query': 'pressure', 'dfe.cache.decision': 'started', 'dfe.answer.source': 'cold_hold', 'dfe.answer.reason': 'error' });
+    const [child] = await receiver.waitFor((s) => s.parentSpanId === root.spanId);
+    expect(child!.statusCode).toBe(2);
+    expect(child!.statusMessage).toBe('error');
+    // db.query.text holds the SQL, never a value: `service` went as a bound parameter.
+    const sent = front.requests.at(-1)!;
+    expect(new URL(sent.url, 'http://x').searchParams.get('param_service')).toBe('traced-svc');
+    expect(String(child!.attributes['db.query.text'])).toContain('{service:String}');
+    expect(String(child!.attributes['db.query.text'])).not.toContain('traced-svc');
+    const line = log.lines.find((l) => l.msg === 'query failed; answered from the fail-safe path' && l.query === 'pressure');
+    expect(line).toMatchObject({ trace_id: root.traceId });
+  });
+
+  it('sends no traceparent and logs no trace_id outside a span', async () => {
+    log.logger.info('outside any span');
+    expect(log.lines.at(-1)).not.toHaveProperty('trace_id');
+    expect(receiver.rejected).toEqual([]);
+  });
+});
