@@ -1,4 +1,4 @@
-import { annotate, tracingOn } from '../telemetry/trace.js';
+import { recordingSpan } from '../telemetry/trace.js';
 import type { Answer } from './decision.js';
 import type { FailSafeReason } from './metrics.js';
 
@@ -16,9 +16,10 @@ import type { FailSafeReason } from './metrics.js';
 export type CacheDecision = 'young' | 'started' | 'joined' | 'refused';
 
 export function traceAnswer(query: string, decision: CacheDecision, answer: Answer, reason?: FailSafeReason): void {
-  // The poll loop's hot path: nothing is built when tracing is off.
-  if (!tracingOn()) return;
-  annotate({
+  // The poll loop's hot path: nothing is built when tracing is off or the poll is not sampled.
+  const span = recordingSpan();
+  if (span === undefined) return;
+  span.setAttributes({
     'dfe.query': query,
     'dfe.cache.decision': decision,
     'dfe.answer.source': answer.source,

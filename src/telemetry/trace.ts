@@ -65,8 +65,17 @@ export function failCurrentSpan(message: string): void {
 
 /** Attributes on the current span (the poll's, the hunt run's); nothing when tracing is off or no span is current. */
 export function annotate(attributes: Attributes): void {
-  if (active === undefined) return;
-  active.api.trace.getActiveSpan()?.setAttributes(attributes);
+  recordingSpan()?.setAttributes(attributes);
+}
+
+/**
+ * The current span if it records (is sampled), else undefined: a caller on a
+ * hot path builds its attributes only for the polls that are exported.
+ */
+export function recordingSpan(): Span | undefined {
+  if (active === undefined) return undefined;
+  const span = active.api.trace.getActiveSpan();
+  return span?.isRecording() === true ? span : undefined;
 }
 
 function sampledContext(): { traceId: string; spanId: string; context: Context } | undefined {
