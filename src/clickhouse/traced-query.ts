@@ -62,9 +62,20 @@ export async function tracedQuery<T>(
     if (failure !== undefined) failSpan(span, failure);
     return result;
   } catch (err) {
-    failSpan(span, err instanceof Error ? err.message.split('\n')[0] ?? err.name : 'failed');
+    failSpan(span, failureKind(err));
     throw err;
   } finally {
     span.end();
   }
+}
+
+/**
+ * A failure's kind for the span status: ClickHouse's error name (`UNKNOWN_TABLE`) or code, else
+ * the error class. Never the message, which may quote a value.
+ */
+function failureKind(err: unknown): string {
+  const { type, code, name } = (err ?? {}) as { type?: unknown; code?: unknown; name?: unknown };
+  if (typeof type === 'string' && type !== '') return type;
+  if (typeof code === 'string' && code !== '') return `code ${code}`;
+  return typeof name === 'string' ? name : 'failed';
 }

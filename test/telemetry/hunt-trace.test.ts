@@ -86,6 +86,12 @@ describe('a traced hunt run', () => {
       'dfe.hunt.outcome': 'succeeded',
       'dfe.hunt.rows_written': Number(row!.rows_written),
     });
+    // Its statement, a child span: the SQL with its window as bound parameters.
+    const [statement] = await receiver.waitFor((s) => s.parentSpanId === span!.spanId);
+    expect(statement!.name).toBe(`INSERT ${id}`);
+    expect(statement!.kind).toBe(SPAN_KIND.client);
+    expect(statement!.attributes).toMatchObject({ 'db.system.name': 'clickhouse', 'dfe.hunt.id': id, 'dfe.hunt.statement': 0 });
+    expect(String(statement!.attributes['db.query.text'])).toContain('{window_end:Int64}');
 
     // The failed run: an error status, and the log line of its failure carries its trace.
     const [failed] = await receiver.waitFor((s) => s.name === 'hunt run' && s.attributes['dfe.hunt.id'] === failing);
@@ -93,6 +99,9 @@ describe('a traced hunt run', () => {
     expect(failed!.attributes).toMatchObject({ 'dfe.claim.outcome': 'won', 'dfe.hunt.outcome': 'failed', 'dfe.hunt.rows_written': 0 });
     expect(failed!.attributes['dfe.hunt.error_code']).toBe(60);
     expect(failed!.traceId).not.toBe(span!.traceId);
+    const [failedStatement] = await receiver.waitFor((s) => s.parentSpanId === failed!.spanId);
+    expect(failedStatement!.statusCode).toBe(2);
+    expect(failedStatement!.statusMessage).toBe('UNKNOWN_TABLE');
     const line = lines.find((l) => l.hunt === failing && l.msg === 'hunt run failed; the fire stays owed');
     expect(line).toMatchObject({ trace_id: failed!.traceId, span_id: failed!.spanId });
   });
