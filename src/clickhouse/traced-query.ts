@@ -1,5 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { failSpan, startSpan, traceHeaders, withSpan, type Attributes } from '../telemetry/trace.js';
+import { failSpan, startChildSpan, traceHeaders, withSpan, type Attributes } from '../telemetry/trace.js';
 
 /**
  * A ClickHouse query as a client span (docs/operations.md#traces), with the
@@ -9,6 +9,7 @@ import { failSpan, startSpan, traceHeaders, withSpan, type Attributes } from '..
  * the span's W3C `traceparent` in the HTTP request, so its own spans land in
  * `system.opentelemetry_span_log` under the same trace. The embedded engine
  * has no HTTP: the span exists there too, with nothing to propagate into.
+ * A query is traced only under a current span (a sampled poll, a hunt run).
  */
 export interface QuerySpec {
   /** Low-cardinality span name part: the catalogue query, the hunt. */
@@ -48,7 +49,7 @@ export async function tracedQuery<T>(
   run: (headers: Record<string, string> | undefined) => Promise<T>,
   verdict: QueryVerdict<T>,
 ): Promise<T> {
-  const span = startSpan(`${spec.operation} ${spec.name}`, 'client', {
+  const span = startChildSpan(`${spec.operation} ${spec.name}`, 'client', {
     'db.system.name': 'clickhouse',
     'db.operation.name': spec.operation,
     'db.query.text': spec.text,

@@ -7,7 +7,7 @@ import { systemClock, type Clock } from '../clock.js';
 import type { ShimConfig } from '../config/load.js';
 import { DfeError, describeError, showValue } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
-import { currentTelemetry } from '../telemetry/start.js';
+import { tracingOn } from '../telemetry/trace.js';
 import { AuthGuard } from './auth.js';
 import type { ShimContext, ShimRouteOptions } from './context.js';
 import { shimErrorHandler } from './error-handler.js';
@@ -20,6 +20,7 @@ import { lazyChildLogger } from './request-logger.js';
 import { queryRoutes } from './routes/query.js';
 import { statusRoutes } from './routes/status.js';
 import { StatusBoard } from './status-board.js';
+import { tracePolls } from './poll-span.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -166,9 +167,8 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
       done();
     });
   }
-  // A span per poll when tracing is on (src/telemetry/); registered before the routes it wraps.
-  const tracing = currentTelemetry().fastifyPlugin;
-  if (tracing !== undefined) await app.register(tracing);
+  // A span per poll when tracing is on (poll-span.ts); before the routes, so it covers them all.
+  if (tracingOn()) tracePolls(app);
   await app.register(shimPlugin, { ctx });
   return app;
 }

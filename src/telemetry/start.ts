@@ -1,4 +1,3 @@
-import type { FastifyPluginCallback } from 'fastify';
 import type { Logger } from '../log.js';
 import { tracingSettings, type SamplerSettings, type TracingSettings } from './settings.js';
 import { setTraceApi } from './trace.js';
@@ -6,9 +5,9 @@ import { setTraceApi } from './trace.js';
 /**
  * Starts OpenTelemetry tracing when an OTLP endpoint is set (settings.ts),
  * before the program starts: a tracer provider (OTLP/HTTP protobuf exporter,
- * batched), the W3C propagator, async-local context, and `@fastify/otel` for
- * the shim's requests. Without an endpoint it loads nothing: every module of
- * OpenTelemetry is imported dynamically, here, only when on.
+ * batched), the W3C propagator and async-local context. Without an endpoint it
+ * loads nothing: every module of OpenTelemetry is imported dynamically, here,
+ * only when on.
  *
  * `@opentelemetry/sdk-trace-node` rather than `@opentelemetry/sdk-node`: the
  * latter brings every signal and exporter (metrics, logs, gRPC, Zipkin) and
@@ -17,8 +16,6 @@ import { setTraceApi } from './trace.js';
 export interface Telemetry {
   /** The settings it runs with; undefined when off. */
   readonly settings: TracingSettings | undefined;
-  /** `@fastify/otel` as a plugin, for src/shim/app.ts; undefined when off. */
-  readonly fastifyPlugin: FastifyPluginCallback | undefined;
   /** Exports what is buffered now (tests, benches). */
   flush(): Promise<void>;
   /** Exports what is buffered (bounded by the exporter's timeout), then turns tracing off. */
@@ -33,29 +30,20 @@ export interface StartTelemetryOptions {
   readonly logger?: () => Logger;
 }
 
-const OFF: Telemetry = Object.freeze({ settings: undefined, fastifyPlugin: undefined, flush: async () => undefined, shutdown: async () => undefined });
+const OFF: Telemetry = Object.freeze({ settings: undefined, flush: async () => undefined, shutdown: async () => undefined });
 
 let current: Telemetry = OFF;
-
-/** The running telemetry (OFF until startTelemetry turned it on): src/shim/app.ts asks it for the plugin. */
-export function currentTelemetry(): Telemetry {
-  return current;
-}
-
-/** Paths polled by probes and Prometheus: every few seconds, nothing to see in a trace. */
-const UNTRACED_PATHS = new Set(['/livez', '/readyz', '/metrics']);
 
 export async function startTelemetry(options: StartTelemetryOptions): Promise<Telemetry> {
   const settings = tracingSettings(options.env ?? process.env, options.serviceName);
   if (settings === undefined) return OFF;
   if (current !== OFF) throw new Error('tracing is already started in this process');
-  const [api, core, sdk, resources, exporter, fastifyOtel] = await Promise.all([
+  const [api, core, sdk, resources, exporter] = await Promise.all([
     import('@opentelemetry/api'),
     import('@opentelemetry/core'),
     import('@opentelemetry/sdk-trace-node'),
     import('@opentelemetry/resources'),
     import('@opentelemetry/exporter-trace-otlp-proto'),
-    import('@fastify/otel'),
   ]);
   const logger = options.logger?.();
   if (logger !== undefined) {
@@ -77,27 +65,14 @@ export async function startTelemetry(options: StartTelemetryOptions): Promise<Te
     spanProcessors: [new sdk.BatchSpanProcessor(new exporter.OTLPTraceExporter({ url: settings.tracesUrl }))],
   });
   provider.register({ propagator: new core.W3CTraceContextPropagator() });
-  const instrumentation = new fastifyOtel.FastifyOtelInstrumentation({
-    // One span per request: hook and handler spans would triple the work for no decision to see.
-    instrumentHooks: false,
-    instrumentHandler: false,
-    ignorePaths: (route: { url?: string }) => UNTRACED_PATHS.has(route.url ?? ''),
-    requestHook: (span, request) => {
-      const route = request.routeOptions.url;
-      if (route !== undefined) span.updateName(`${request.method} ${route}`);
-    },
-  });
-  instrumentation.setTracerProvider(provider);
   setTraceApi({ api, tracer: provider.getTracer('dfe-keda-shim') });
   let stopped: Promise<void> | undefined;
   const running: Telemetry = {
     settings,
-    fastifyPlugin: instrumentation.plugin() as FastifyPluginCallback,
     flush: () => provider.forceFlush(),
     shutdown: () =>
       (stopped ??= (async () => {
         setTraceApi(undefined);
-        instrumentation.disable();
         try {
           await provider.shutdown();
         } finally {

@@ -36,12 +36,35 @@ export function tracingOn(): boolean {
 
 export type Kind = 'server' | 'client' | 'internal';
 
+function kindOf(api: TraceApi, kind: Kind): SpanKind {
+  return kind === 'server' ? api.SpanKind.SERVER : kind === 'client' ? api.SpanKind.CLIENT : api.SpanKind.INTERNAL;
+}
+
 /** A span under the current one (a root span when there is none); undefined when tracing is off. */
 export function startSpan(name: string, kind: Kind, attributes: Attributes): Span | undefined {
   if (active === undefined) return undefined;
+  return active.tracer.startSpan(name, { kind: kindOf(active.api, kind), attributes });
+}
+
+/**
+ * A span only as the child of a current span, else undefined: a ClickHouse
+ * query of a poll that was not sampled (whose span is not made current) gets
+ * no span of its own, rather than a root of its own.
+ */
+export function startChildSpan(name: string, kind: Kind, attributes: Attributes): Span | undefined {
+  if (active === undefined || active.api.trace.getActiveSpan() === undefined) return undefined;
+  return active.tracer.startSpan(name, { kind: kindOf(active.api, kind), attributes });
+}
+
+/**
+ * The server span of an incoming request: the child of the caller's W3C
+ * `traceparent` when it sent one (KEDA does not), else a root.
+ */
+export function startServerSpan(name: string, attributes: Attributes, headers: Readonly<Record<string, unknown>>): Span | undefined {
+  if (active === undefined) return undefined;
   const { api, tracer } = active;
-  const spanKind: SpanKind = kind === 'server' ? api.SpanKind.SERVER : kind === 'client' ? api.SpanKind.CLIENT : api.SpanKind.INTERNAL;
-  return tracer.startSpan(name, { kind: spanKind, attributes });
+  const parent = headers.traceparent === undefined ? api.context.active() : api.propagation.extract(api.context.active(), headers);
+  return tracer.startSpan(name, { kind: api.SpanKind.SERVER, attributes }, parent);
 }
 
 /** Runs `fn` with `span` as the current span (so children and log lines see it); just `fn()` without one. */

@@ -57,10 +57,14 @@ async function poll(path: string): Promise<Record<string, unknown>> {
   return (await res.json()) as Record<string, unknown>;
 }
 
-/** The root span of the poll whose URL path is `path`, once exported. */
-async function rootOf(path: string): Promise<ReceivedSpan> {
+const seenRoots = new Set<string>();
+
+/** The root span of the poll just made to `url` (a root not returned before), once exported. */
+async function rootOf(url: string): Promise<ReceivedSpan> {
   await telemetry.flush();
-  const [root] = await receiver.waitFor((s) => s.parentSpanId === '' && s.attributes['url.path'] === path);
+  const path = url.split('?')[0];
+  const [root] = await receiver.waitFor((s) => s.parentSpanId === '' && s.attributes['url.path'] === path && !seenRoots.has(s.spanId));
+  seenRoots.add(root!.spanId);
   return root!;
 }
 
@@ -104,9 +108,10 @@ describe('a traced poll', () => {
 
   it('a poll answered from a young cached value says so and asks ClickHouse nothing', async () => {
     expect(await poll('/q/young')).toMatchObject({ value: 7, source: 'fresh' });
+    expect((await rootOf('/q/young')).attributes['dfe.cache.decision']).toBe('started');
     const before = front.requests.length;
-    expect(await poll('/q/young?again=1')).toMatchObject({ value: 7 });
-    const root = await rootOf('/q/young?again=1');
+    expect(await poll('/q/young?api_key=not-in-any-span')).toMatchObject({ value: 7 });
+    const root = await rootOf('/q/young?api_key=not-in-any-span');
     expect(root.attributes['http.route']).toBe('/q/:name');
     expect(front.requests.length).toBe(before);
     expect(root.attributes).toMatchObject({ 'dfe.cache.decision': 'young', 'dfe.answer.source': 'fresh' });
@@ -134,7 +139,22 @@ describe('a traced poll', () => {
     expect(line).toMatchObject({ trace_id: root.traceId });
   });
 
-  it('sends no traceparent and logs no trace_id outside a span', async () => {
+  it("a caller's traceparent makes the poll its child", async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const callerSpan = '00f067aa0ba902b7';
+    const res = await fetch(`${shim.url}/q/young?caller=1`, { headers: { traceparent: `00-${traceId}-${callerSpan}-01` } });
+    expect(res.status).toBe(200);
+    await telemetry.flush();
+    const [poll] = await receiver.waitFor((s) => s.traceId === traceId && s.attributes['url.path'] === '/q/young');
+    expect(poll!.parentSpanId).toBe(callerSpan);
+    expect(poll!.kind).toBe(SPAN_KIND.server);
+  });
+
+  it('a query string (in apiKey mode it carries the key) is in no span', () => {
+    expect(JSON.stringify(receiver.spans)).not.toContain('not-in-any-span');
+  });
+
+  it('logs no trace_id outside a span', async () => {
     log.logger.info('outside any span');
     expect(log.lines.at(-1)).not.toHaveProperty('trace_id');
     expect(receiver.rejected).toEqual([]);
