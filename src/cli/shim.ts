@@ -62,7 +62,7 @@ function shimProgram(argv: readonly string[], env: NodeJS.ProcessEnv): Program<A
       process.stdout.write(`${USAGE}\n`);
       return 0;
     },
-    start: (config) => withTelemetry({ serviceName: 'dfe-keda-shim', env, logger: () => createLogger(config.log) }, () => startShim({ config })),
+    start: (config) => withTelemetry({ serviceName: 'dfe-keda-shim', env, logger: () => createLogger(config.log), context: 'sync' }, () => startShim({ config })),
     signals: (shim) => ({
       logger: shim.logger,
       graceMs: GRACE_MS,

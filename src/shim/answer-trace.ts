@@ -1,4 +1,4 @@
-import { recordingSpan } from '../telemetry/trace.js';
+import { recordingSpan, type Span } from '../telemetry/trace.js';
 import type { Answer } from './decision.js';
 import type { FailSafeReason } from './metrics.js';
 
@@ -15,9 +15,13 @@ import type { FailSafeReason } from './metrics.js';
  */
 export type CacheDecision = 'young' | 'started' | 'joined' | 'refused';
 
-export function traceAnswer(query: string, decision: CacheDecision, answer: Answer, reason?: FailSafeReason): void {
+/** The poll's span, if sampled: taken before the executor waits (the shim's context is synchronous). */
+export function pollSpan(): Span | undefined {
+  return recordingSpan();
+}
+
+export function traceAnswer(span: Span | undefined, query: string, decision: CacheDecision, answer: Answer, reason?: FailSafeReason): void {
   // The poll loop's hot path: nothing is built when tracing is off or the poll is not sampled.
-  const span = recordingSpan();
   if (span === undefined) return;
   span.setAttributes({
     'dfe.query': query,

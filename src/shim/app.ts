@@ -20,7 +20,7 @@ import { lazyChildLogger } from './request-logger.js';
 import { queryRoutes } from './routes/query.js';
 import { statusRoutes } from './routes/status.js';
 import { StatusBoard } from './status-board.js';
-import { tracePolls } from './poll-span.js';
+import { endPollSpan, tracePolls } from './poll-span.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -156,8 +156,9 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
   // Node's server.close() only reaps when idle: end it with this answer, or
   // close would wait for the client to hang up.
   // Callback-style, not async: this runs on every answer and a promise per hook is measurable.
-  app.addHook('onSend', (_request, reply, payload, done) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     if (ctx.lifecycle.state === 'closing') void reply.header('connection', 'close');
+    endPollSpan(request, reply);
     done(null, payload);
   });
   // The per-answer debug line costs even when dropped, so the hook exists only at debug level.
@@ -167,7 +168,7 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
       done();
     });
   }
-  // A span per poll when tracing is on (poll-span.ts); before the routes, so it covers them all.
+  // A span per poll when tracing is on (poll-span.ts): it wraps the handlers of the routes registered below.
   if (tracingOn()) tracePolls(app);
   await app.register(shimPlugin, { ctx });
   return app;

@@ -3,7 +3,8 @@ import type { CompiledQuery } from '../catalogue/types.js';
 import type { ClickHouseHandle } from '../clickhouse/client.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
-import { traceAnswer, type CacheDecision } from './answer-trace.js';
+import { withSpan, type Span } from '../telemetry/trace.js';
+import { pollSpan, traceAnswer, type CacheDecision } from './answer-trace.js';
 import { missedHold, onFailure, reusable, type Answer, type GoodValue } from './decision.js';
 import { fly, type FlightOutcome, type FlightReport } from './flight.js';
 import { cacheKey, type DeclaredParams } from './key.js';
@@ -100,28 +101,30 @@ export class QueryExecutor {
     const key = cacheKey(query.name, query.params, params);
     const reused = this.reuse(key, query);
     if (reused !== undefined) return reused;
+    const poll = pollSpan();
     const joined = this.inflight.get(key);
     const flight = joined ?? this.admit(key, query, params);
     const decision = joined !== undefined ? 'joined' : flight !== undefined ? 'started' : 'refused';
     const outcome = flight === undefined ? this.overloaded(query) : await settleWithin(flight.promise, query.deadlineMs);
-    if (outcome.kind === 'ok') return this.traced(query, decision, this.served(query, { source: 'fresh', value: outcome.value, ageSeconds: 0 }));
+    if (outcome.kind === 'ok') return this.traced(poll, query, decision, this.served(query, { source: 'fresh', value: outcome.value, ageSeconds: 0 }));
     const reason: FailSafeReason = outcome.kind === 'deadline' ? 'deadline' : outcome.reason;
     const message = outcome.kind === 'deadline' ? `no answer within deadline_ms=${query.deadlineMs}; the query keeps running` : outcome.message;
     const answer = onFailure(this.cache.get(key), query, this.options.clock.nowMs(), hold);
     if (this.isLive(query)) this.options.metrics.failsafeAnswers.inc({ query: query.name, reason });
-    this.logFailure(key, query, params, reason, message, answer);
+    // Under the poll's span again, so the line carries its trace_id.
+    withSpan(poll, () => this.logFailure(key, query, params, reason, message, answer));
     if (answer.source === 'last_good' && missedHold(query, hold)) this.warnNoHold(query);
-    return this.traced(query, decision, this.served(query, answer), reason);
+    return this.traced(poll, query, decision, this.served(query, answer), reason);
   }
 
   private reuse(key: string, query: CompiledQuery): Answer | undefined {
     const reused = reusable(this.cache.get(key), query, this.options.clock.nowMs());
-    return reused === undefined ? undefined : this.traced(query, 'young', this.served(query, reused));
+    return reused === undefined ? undefined : this.traced(pollSpan(), query, 'young', this.served(query, reused));
   }
 
   /** The cache decision on the poll's span (answer-trace.ts); the answer unchanged. */
-  private traced(query: CompiledQuery, decision: CacheDecision, answer: Answer, reason?: FailSafeReason): Answer {
-    traceAnswer(query.name, decision, answer, reason);
+  private traced(poll: Span | undefined, query: CompiledQuery, decision: CacheDecision, answer: Answer, reason?: FailSafeReason): Answer {
+    traceAnswer(poll, query.name, decision, answer, reason);
     return answer;
   }
 

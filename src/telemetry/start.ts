@@ -1,5 +1,6 @@
 import type { Logger } from '../log.js';
 import { tracingSettings, type SamplerSettings, type TracingSettings } from './settings.js';
+import { syncContextManager } from './sync-context.js';
 import { setTraceApi } from './trace.js';
 
 /**
@@ -28,6 +29,12 @@ export interface StartTelemetryOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** Where the SDK's own problems (an unreachable collector) are written, at warn; made only when tracing is on. */
   readonly logger?: () => Logger;
+  /**
+   * How a span stays current: `async` (default) across awaits, through
+   * `AsyncLocalStorage` (the runner, the demo); `sync` only for the synchronous
+   * extent of a call, without async hooks (the shim's hot path, sync-context.ts).
+   */
+  readonly context?: 'async' | 'sync';
 }
 
 const OFF: Telemetry = Object.freeze({ settings: undefined, flush: async () => undefined, shutdown: async () => undefined });
@@ -64,7 +71,8 @@ export async function startTelemetry(options: StartTelemetryOptions): Promise<Te
     // OTEL_BSP_* (queue size, delay, batch size) are read by the processor itself.
     spanProcessors: [new sdk.BatchSpanProcessor(new exporter.OTLPTraceExporter({ url: settings.tracesUrl }))],
   });
-  provider.register({ propagator: new core.W3CTraceContextPropagator() });
+  const contextManager = options.context === 'sync' ? syncContextManager(api.ROOT_CONTEXT) : undefined;
+  provider.register({ propagator: new core.W3CTraceContextPropagator(), ...(contextManager ? { contextManager } : {}) });
   setTraceApi({ api, tracer: provider.getTracer('dfe-keda-shim') });
   let stopped: Promise<void> | undefined;
   const running: Telemetry = {

@@ -31,6 +31,8 @@ beforeAll(async () => {
   front = await recordingFront(7);
   telemetry = await startTelemetry({
     serviceName: 'dfe-keda-shim',
+    // As the shim's CLI starts it: a span is current only synchronously (src/telemetry/sync-context.ts).
+    context: 'sync',
     env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'always_on', OTEL_SERVICE_NAME: 'shim-under-test' },
   });
   const config = loadConfig({
