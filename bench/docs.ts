@@ -130,6 +130,12 @@ min / median / max, and is judged on the median; \`npm run bench\` exits 1 when 
   \`npm install --omit=dev --ignore-scripts\` as the image does, plus the package's own files;
   bytes of files and \`du\` (whole blocks). The chart's default requests and limits
   (charts/dfe-keda-shim/values.yaml) are taken from these figures.
+- **tracing on vs off** (bench/trace-bench.ts): two \`dfe-keda-shim\` processes, one with
+  \`OTEL_EXPORTER_OTLP_ENDPOINT\` set (default sampler: parent-based 1 %; spans to a loopback
+  OTLP receiver that decodes them, so the sampled share is counted) and one without, the same
+  cached query, seven interleaved pairs of 3 s (off, on, …); the ratio is the median of the
+  pair ratios. Beside it, the CPU each process spent per 1 000 polls (user + system from
+  \`/proc\`), steadier than req/s when other work takes cores from one side of a pair.
 - **fresh value**: sequential requests, interleaved with the same query run directly through
   \`@clickhouse/client\` configured as the shim's (\`openClickHouse\`); "added" is the difference
   of the medians, and includes the HTTP hop to the shim.

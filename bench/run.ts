@@ -16,6 +16,7 @@ import { benchRunner } from './runner-bench.js';
 import { benchCached, benchFresh, benchHung, benchSingleFlight } from './shim-bench.js';
 import { benchSmoothing } from './smoothing-bench.js';
 import { openBenchTarget } from './target.js';
+import { benchTracing } from './trace-bench.js';
 
 /**
  * `npm run bench`: every figure on loopback, bounded in count and time, each
@@ -55,6 +56,7 @@ async function main(): Promise<number> {
     { name: 'shim, ClickHouse hung', run: () => benchHung() },
     { name: 'shim, single-flight', run: () => benchSingleFlight(target) },
     { name: 'shim, burst of distinct services', run: () => benchBurst(embedded) },
+    { name: 'shim, tracing on vs off', run: () => benchTracing(target) },
     { name: 'pod sizing, start and idle RSS', run: () => benchStartAndIdle(target) },
     { name: 'pod sizing, RSS under load', run: () => benchSoak(target, soak) },
     { name: 'pod sizing, install size', run: () => benchInstallSize() },

@@ -1,4 +1,5 @@
 import { pino, type Logger, type LoggerOptions } from 'pino';
+import { traceLogFields } from './telemetry/trace.js';
 
 export type { Logger } from 'pino';
 
@@ -67,6 +68,8 @@ export function loggerOptions(settings: LogSettings): LoggerOptions {
     redact: { paths: [...new Set([...REDACT_PATHS, ...(settings.redact ?? [])])], censor: '[redacted]' },
     serializers: { err: serializeError },
     base: { pid: process.pid },
+    // `trace_id`/`span_id` of the current sampled span when tracing is on (src/telemetry/trace.ts).
+    mixin: traceLogFields,
   };
   if (settings.format === 'pretty') {
     options.transport = { target: 'pino-pretty', options: { colorize: true } };

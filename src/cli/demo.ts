@@ -6,6 +6,8 @@
  */
 import { demoConfig, startDemo, type RunningDemo } from '../demo/program.js';
 import { exitWhenDone, invokedDirectly, launch } from './shell.js';
+import { createLogger } from '../log.js';
+import { withTelemetry } from '../telemetry/start.js';
 
 const failure = { prefix: 'dfe demo: ' };
 
@@ -14,7 +16,7 @@ export function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningDemo 
   return launch({
     failure,
     configure: () => demoConfig(env),
-    start: startDemo,
+    start: (config) => withTelemetry({ serviceName: 'dfe-demo', logger: () => createLogger(config.log) }, () => startDemo(config)),
     signals: (demo) => ({ logger: demo.logger, graceMs: 15_000, stoppingMessage: 'shutting down', ignoreRepeatedStop: true }),
   });
 }

@@ -8,6 +8,7 @@ import { applySchemaNow, dueNow, materialiseHunts, requestRunNow, schemaStatemen
 import { startHuntRunner, type HuntRunnerProcess } from '../runner/start.js';
 import { enableHuntNow, SMOOTHING_VERBS, smoothingCommand, type SmoothingVerb } from '../smoothing/control/operator.js';
 import { exitWhenDone, invokedDirectly, launch, reportFailure, type FailureStyle, type Program, type Running } from './shell.js';
+import { withTelemetry } from '../telemetry/start.js';
 
 const USAGE = `Usage: dfe-hunt-runner <command> [options]
 
@@ -162,7 +163,12 @@ function runProgram(flags: Flags, failure: FailureStyle): Program<AppConfig, Hun
   return {
     failure,
     configure: () => loadConfig(process.env, stringFlags(flags)),
-    start: (config) => startHuntRunner({ config, log: createLogger(config.log), serve: { host: config.runner.metricsHost, port: config.runner.metricsPort } }),
+    start(config) {
+      const log = createLogger(config.log);
+      return withTelemetry({ serviceName: 'dfe-hunt-runner', logger: () => log }, () =>
+        startHuntRunner({ config, log, serve: { host: config.runner.metricsHost, port: config.runner.metricsPort } }),
+      );
+    },
     signals: (runner) => ({ logger: runner.logger, graceMs: RUN_GRACE_MS, stoppingMessage: 'stopping: waiting for in-flight runs' }),
   };
 }

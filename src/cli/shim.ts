@@ -2,6 +2,8 @@
 import { parseArgs } from 'node:util';
 import { loadConfig, type AppConfig } from '../config/load.js';
 import { DfeError } from '../errors.js';
+import { createLogger } from '../log.js';
+import { withTelemetry } from '../telemetry/start.js';
 import { startShim, type RunningShim } from '../shim/start.js';
 import { exitWhenDone, invokedDirectly, launch, type Program } from './shell.js';
 
@@ -60,7 +62,7 @@ function shimProgram(argv: readonly string[], env: NodeJS.ProcessEnv): Program<A
       process.stdout.write(`${USAGE}\n`);
       return 0;
     },
-    start: (config) => startShim({ config }),
+    start: (config) => withTelemetry({ serviceName: 'dfe-keda-shim', env, logger: () => createLogger(config.log), context: 'sync' }, () => startShim({ config })),
     signals: (shim) => ({
       logger: shim.logger,
       graceMs: GRACE_MS,

@@ -4,6 +4,7 @@ import type { ClickHouseConfig } from '../config/load.js';
 import { DfeError, describeError } from '../errors.js';
 import { openEmbedded } from './embedded.js';
 import { sharedSessionPool, type SessionPool } from './sessions.js';
+import { markServer } from './traced-query.js';
 
 export type { ClickHouseClient } from '@clickhouse/client';
 export type { SessionPool, StatementSession } from './sessions.js';
@@ -87,6 +88,7 @@ export async function openClickHouse(config: ClickHouseConfig): Promise<ClickHou
     // outage that floods the logs. Callers log failures themselves.
     log: { level: ClickHouseLogLevel.OFF },
   });
+  markServer(client, url);
   return serverHandle(client, url);
 }
 

@@ -3,6 +3,7 @@ import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickh
 import { DfeError, describeError } from '../errors.js';
 import type { ClickHouseHandle } from './client.js';
 import type { SessionPool } from './sessions.js';
+import { markWithoutHttp } from './traced-query.js';
 
 /**
  * The embedded backend: the npm package chdb, a real ClickHouse engine inside
@@ -50,6 +51,8 @@ export async function openEmbedded(path: string): Promise<ClickHouseHandle> {
   }
   if (path !== ':memory:') mkdirSync(path, { recursive: true });
   const client = createClient({ connection: createChdbConnection({ path }) as never, log: CLIENT_LOG });
+  // No HTTP request to carry a traceparent: the query span exists without one (traced-query.ts).
+  markWithoutHttp(client);
   return {
     client,
     backend: 'embedded',

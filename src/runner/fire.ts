@@ -9,6 +9,7 @@ import type { SessionPool, StatementSession } from '../clickhouse/sessions.js';
 import { RUN_STATUS } from '../coordination/tables.js';
 import type { RunWindow } from '../schedule/window.js';
 import { boundedRunWindow, effectiveMaxCatchup } from '../schedule/catchup.js';
+import { annotate, failCurrentSpan, startSpan, withSpan } from '../telemetry/trace.js';
 
 /**
  * Planned fires, from claim to release (docs/runner.md#a-tick, steps 3–6). A failure is
@@ -114,8 +115,25 @@ export function claimAndRun(ctx: FireContext, batch: readonly PlannedRun[]): Map
   return new Map(batch.map((p) => [p.spec.huntId, claims.then((outcomes) => afterClaim(ctx, p, outcomes.get(p.spec.huntId)))]));
 }
 
+/**
+ * A fire after its claim, inside a root span `hunt run` (docs/operations.md#traces):
+ * hunt id, fire, claim outcome, and for a run its outcome and rows written.
+ */
 async function afterClaim(ctx: FireContext, planned: PlannedRun, claim: ClaimOutcome | undefined): Promise<void> {
   if (!claim || ctx.signal.aborted) return;
+  const span = startSpan('hunt run', 'internal', {
+    'dfe.hunt.id': planned.spec.huntId,
+    'dfe.hunt.fire': planned.fire,
+    'dfe.claim.outcome': claim.kind,
+  });
+  try {
+    await withSpan(span, () => claimedFire(ctx, planned, claim));
+  } finally {
+    span?.end();
+  }
+}
+
+async function claimedFire(ctx: FireContext, planned: PlannedRun, claim: ClaimOutcome): Promise<void> {
   const { spec, fire } = planned;
   const log = ctx.log.child({ hunt: spec.huntId, fire });
   if (claim.kind !== 'won') {
@@ -125,6 +143,7 @@ async function afterClaim(ctx: FireContext, planned: PlannedRun, claim: ClaimOut
   }
   try {
     if (claim.watermark !== null && claim.watermark >= fire) {
+      annotate({ 'dfe.claim.outcome': 'already_run' });
       claimed(ctx, planned, 'already_run');
       await ctx.coord.putLease(spec.huntId, ctx.runnerId, fire, 'release');
       return;
@@ -186,6 +205,8 @@ async function runClaimedFire(ctx: FireContext, planned: PlannedRun, window: Run
       if (ctx.signal.aborted) return;
       outcome = 'failed';
       errorCode = clickHouseErrorCode(err);
+      annotate({ 'dfe.hunt.error_code': errorCode });
+      failCurrentSpan('a hunt statement failed');
       log.error({ err, file: spec.file }, 'hunt run failed; the fire stays owed');
     }
     const statementsMs = ctx.clock.nowMs() - statementsStartedMs;
@@ -205,6 +226,7 @@ async function runClaimedFire(ctx: FireContext, planned: PlannedRun, window: Run
     await stopRenewal();
     if (session && !ctx.signal.aborted) await ctx.sessions.release(session, runSettingKeys(spec));
   }
+  annotate({ 'dfe.hunt.outcome': outcome, 'dfe.hunt.rows_written': rowsWritten });
   if (finished && ctx.onRunFinished && !ctx.signal.aborted) await ctx.onRunFinished(finished);
   ctx.metrics.runs.inc({ hunt_id: huntId, outcome });
   ctx.metrics.runDuration.observe((ctx.clock.nowMs() - startedMs) / 1000);

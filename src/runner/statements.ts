@@ -1,4 +1,5 @@
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
+import { tracedQuery } from '../clickhouse/traced-query.js';
 import type { HuntSpec } from '../schedule/hunt-spec.js';
 import { windowParams, type RunWindow } from '../schedule/window.js';
 
@@ -68,12 +69,22 @@ export async function executeFire(
     options.onStatement?.(index);
     // Checked again after the hook: a runner stopped by it must not send the statement.
     options.signal?.throwIfAborted();
-    const result = await client.command({
-      query: statement.query,
-      query_params: windowParams(statement, window),
-      clickhouse_settings: statementSettings(spec, fire, index),
-      ...(options.signal ? { abort_signal: options.signal } : {}),
-    });
+    // A child span of the hunt run (src/clickhouse/traced-query.ts); a server gets its traceparent.
+    const operation = /^\s*(\w+)/.exec(statement.query)?.[1]?.toUpperCase() ?? 'QUERY';
+    const span = { name: spec.huntId, operation, text: statement.query, attributes: { 'dfe.hunt.id': spec.huntId, 'dfe.hunt.statement': index } };
+    const result = await tracedQuery(
+      client,
+      span,
+      (headers) =>
+        client.command({
+          query: statement.query,
+          query_params: windowParams(statement, window),
+          clickhouse_settings: statementSettings(spec, fire, index),
+          ...(options.signal ? { abort_signal: options.signal } : {}),
+          ...(headers === undefined ? {} : { http_headers: headers }),
+        }),
+      () => undefined,
+    );
     rowsWritten += Number(result.summary?.written_rows ?? 0) || 0;
     const summary = result.summary as Summary;
     elapsedNs += summaryNumber(summary, 'elapsed_ns');

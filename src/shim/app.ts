@@ -7,6 +7,7 @@ import { systemClock, type Clock } from '../clock.js';
 import type { ShimConfig } from '../config/load.js';
 import { DfeError, describeError, showValue } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
+import { tracingOn } from '../telemetry/trace.js';
 import { AuthGuard } from './auth.js';
 import type { ShimContext, ShimRouteOptions } from './context.js';
 import { shimErrorHandler } from './error-handler.js';
@@ -21,6 +22,7 @@ import { lazyChildLogger } from './request-logger.js';
 import { queryRoutes } from './routes/query.js';
 import { statusRoutes } from './routes/status.js';
 import { StatusBoard } from './status-board.js';
+import { endPollSpan, tracePolls } from './poll-span.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -166,8 +168,9 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
   // Node's server.close() only reaps when idle: end it with this answer, or
   // close would wait for the client to hang up.
   // Callback-style, not async: this runs on every answer and a promise per hook is measurable.
-  app.addHook('onSend', (_request, reply, payload, done) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     if (ctx.lifecycle.state === 'closing') void reply.header('connection', 'close');
+    endPollSpan(request, reply);
     done(null, payload);
   });
   // The per-answer debug line costs even when dropped, so the hook exists only at debug level.
@@ -177,6 +180,8 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
       done();
     });
   }
+  // A span per poll when tracing is on (poll-span.ts): it wraps the handlers of the routes registered below.
+  if (tracingOn()) tracePolls(app);
   await app.register(shimPlugin, { ctx });
   return app;
 }

@@ -1,6 +1,8 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { BatchDefinition, CompiledQuery } from '../catalogue/types.js';
 import { describeError, showValue } from '../errors.js';
+import { tracedQuery } from '../clickhouse/traced-query.js';
+import type { BindValue } from '../catalogue/types.js';
 import { execCompact, queryParams } from './clickhouse-query.js';
 import { timedRun, type FlightOutcome, type FlyOptions } from './flight.js';
 import type { DeclaredParams } from './key.js';
@@ -34,7 +36,24 @@ export async function flyBatch(
   options: FlyOptions,
 ): Promise<BatchReport> {
   const params = { ...queryParams(query, fixed), [query.batch.param]: values };
-  const run = await timedRun(client, query.timeoutSeconds, (signal) => execCompact(client, query.batch.sql, params, query.timeoutSeconds, signal), options);
+  const spec = { name: query.name, operation: 'SELECT', text: query.batch.sql, attributes: { 'dfe.query': query.name, 'dfe.batch.size': values.length } };
+  return tracedQuery(
+    client,
+    spec,
+    (headers) => flyBatchOnce(client, query, values, params, options, headers),
+    (report) => (report.queryOutcome === 'success' ? undefined : report.queryOutcome),
+  );
+}
+
+async function flyBatchOnce(
+  client: ClickHouseClient,
+  query: BatchedQuery,
+  values: readonly string[],
+  params: Readonly<Record<string, BindValue | readonly string[]>>,
+  options: FlyOptions,
+  headers: Record<string, string> | undefined,
+): Promise<BatchReport> {
+  const run = await timedRun(client, query.timeoutSeconds, (signal) => execCompact(client, query.batch.sql, params, query.timeoutSeconds, signal, headers), options);
   const whole = run.kind === 'answered' ? judgeBatch(run.text, values, query) : { failed: run.outcome };
   if ('failed' in whole) {
     return { outcomes: new Map(values.map((v) => [v, whole.failed])), queryOutcome: whole.failed.reason, durationSeconds: run.durationSeconds, bytesRead: run.bytesRead };

@@ -110,8 +110,10 @@ export async function runCompact(
   query: CompiledQuery,
   params: DeclaredParams,
   signal: AbortSignal,
+  /** The W3C trace headers of the query's span, when traced (src/clickhouse/traced-query.ts). */
+  headers?: Record<string, string>,
 ): Promise<RawAnswer> {
-  return execCompact(client, firstRowSql(query.sql), queryParams(query, params), query.timeoutSeconds, signal);
+  return execCompact(client, firstRowSql(query.sql), queryParams(query, params), query.timeoutSeconds, signal, headers);
 }
 
 /**
@@ -124,6 +126,8 @@ export async function execCompact(
   params: Readonly<Record<string, BindValue | readonly string[]>>,
   timeoutSeconds: number,
   signal: AbortSignal,
+  /** The W3C trace headers of the query's span, when traced (src/clickhouse/traced-query.ts). */
+  headers?: Record<string, string>,
 ): Promise<RawAnswer> {
   // exec hands back the raw body stream, so this code (not the client, which
   // detaches the abort signal once headers arrive) owns how long and how much
@@ -132,6 +136,7 @@ export async function execCompact(
     query: `${sql}\nFORMAT JSONCompact`,
     query_params: params,
     abort_signal: signal,
+    ...(headers === undefined ? {} : { http_headers: headers }),
     clickhouse_settings: {
       max_execution_time: timeoutSeconds,
       // nan/inf come back as strings instead of null, so they are rejected as

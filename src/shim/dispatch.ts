@@ -4,6 +4,7 @@ import type { Clock } from '../clock.js';
 import { Admission, type AdmissionLimits, type Ticket } from './admission/admission.js';
 import { BatchCollector, type BatchPolicy } from './admission/batches.js';
 import type { Timers } from './admission/timers.js';
+import { withSpan, type Span } from '../telemetry/trace.js';
 import { flyBatch, type BatchedQuery, type BatchReport } from './batch-flight.js';
 import { fly, type FlightOutcome } from './flight.js';
 import type { DeclaredParams } from './key.js';
@@ -37,6 +38,8 @@ interface BatchMember {
   readonly giveUpAtMs: number;
   readonly resolve: (outcome: KeyOutcome) => void;
   readonly onStart: () => void;
+  /** The poll span that asked (src/shim/answer-trace.ts); the batch's query span is the first member's child. */
+  readonly parent: Span | undefined;
 }
 
 export class Dispatch {
@@ -51,9 +54,12 @@ export class Dispatch {
     options.metrics.admissionQueued = () => this.admission.queued;
   }
 
-  /** The key's outcome: waits at most `waitMs` for a slot; `onStart` once its query (or batch) has one. */
-  run(query: CompiledQuery, params: DeclaredParams, waitMs: number, onStart: () => void): Promise<KeyOutcome> {
-    return isBatched(query) ? this.joinBatch(query, params, waitMs, onStart) : this.runSingle(query, params, waitMs, onStart);
+  /**
+   * The key's outcome: waits at most `waitMs` for a slot; `onStart` once its query (or batch) has one.
+   * `parent`: the poll span its ClickHouse span belongs under (the wait loses the synchronous context).
+   */
+  run(query: CompiledQuery, params: DeclaredParams, waitMs: number, onStart: () => void, parent?: Span): Promise<KeyOutcome> {
+    return isBatched(query) ? this.joinBatch(query, params, waitMs, onStart, parent) : this.runSingle(query, params, waitMs, onStart, parent);
   }
 
   /** A key whose query had no slot by its deadline. */
@@ -61,20 +67,20 @@ export class Dispatch {
     return { kind: 'failed', reason: 'overload', message: `not started within deadline_ms=${query.deadlineMs} (${this.admission.describe(query.name)}; slow or stalled answers)` };
   }
 
-  private async runSingle(query: CompiledQuery, params: DeclaredParams, waitMs: number, onStart: () => void): Promise<KeyOutcome> {
+  private async runSingle(query: CompiledQuery, params: DeclaredParams, waitMs: number, onStart: () => void, parent: Span | undefined): Promise<KeyOutcome> {
     const ticket = await this.admit(query, waitMs);
     if (ticket.kind === 'refused') return this.overload(query, ticket);
     onStart();
     try {
       const { clickhouse } = this.options;
-      const report = await this.counted(query, () => fly(clickhouse.client, query, params, { afterError: clickhouse.afterQueryError }));
+      const report = await this.counted(query, () => withSpan(parent, () => fly(clickhouse.client, query, params, { afterError: clickhouse.afterQueryError })));
       return report.outcome;
     } finally {
       ticket.release();
     }
   }
 
-  private joinBatch(query: BatchedQuery, params: DeclaredParams, waitMs: number, onStart: () => void): Promise<KeyOutcome> {
+  private joinBatch(query: BatchedQuery, params: DeclaredParams, waitMs: number, onStart: () => void, parent: Span | undefined): Promise<KeyOutcome> {
     const { param, maxSize, windowMs } = query.batch;
     const value = params[param] ?? '';
     const fixed = Object.fromEntries(Object.entries(params).filter(([name]) => name !== param));
@@ -83,7 +89,7 @@ export class Dispatch {
     const policy: BatchPolicy = { maxSize, windowMs, maxOpenMs: query.deadlineMs / 4 };
     const giveUpAtMs = this.options.clock.monotonicMs() + waitMs;
     return new Promise((resolve) => {
-      this.batches.join(group, { value, giveUpAtMs, resolve, onStart }, policy, (members) => void this.runBatch(query, fixed, members));
+      this.batches.join(group, { value, giveUpAtMs, resolve, onStart, parent }, policy, (members) => void this.runBatch(query, fixed, members));
     });
   }
 
@@ -102,7 +108,7 @@ export class Dispatch {
     try {
       if (this.isLive(query)) this.options.metrics.batchSize.observe({ query: query.name }, values.length);
       const { clickhouse } = this.options;
-      report = await this.counted(query, () => flyBatch(clickhouse.client, query, values, fixed, { afterError: clickhouse.afterQueryError }));
+      report = await this.counted(query, () => withSpan(members[0]?.parent, () => flyBatch(clickhouse.client, query, values, fixed, { afterError: clickhouse.afterQueryError })));
     } finally {
       ticket.release();
     }

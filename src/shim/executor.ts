@@ -3,6 +3,8 @@ import type { CompiledQuery } from '../catalogue/types.js';
 import type { ClickHouseHandle } from '../clickhouse/client.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
+import { withSpan, type Span } from '../telemetry/trace.js';
+import { pollSpan, traceAnswer, type CacheDecision } from './answer-trace.js';
 import { missedHold, onFailure, reusable, type Answer, type GoodValue } from './decision.js';
 import type { AdmissionLimits } from './admission/admission.js';
 import { waitBudgetMs } from './admission/budget.js';
@@ -94,28 +96,38 @@ export class QueryExecutor {
     const key = cacheKey(query.name, query.params, params);
     const reused = this.reuse(key, query);
     if (reused !== undefined) return reused;
+    const poll = pollSpan();
     const arrivedMs = this.options.clock.monotonicMs();
-    const flight = this.inflight.get(key) ?? this.launch(key, query, params);
+    const joined = this.inflight.get(key);
+    const flight = joined ?? this.launch(key, query, params, poll);
     const cancelPeers = this.peersAhead(key, query, hold);
     const left = query.deadlineMs - (this.options.clock.monotonicMs() - arrivedMs);
     let outcome = await settleWithin(flight.promise, Math.max(0, left));
     cancelPeers?.();
     // Still waiting for a slot when the deadline fired (its give-up timer had not run yet): never started, so `overload`.
     if (outcome.kind === 'deadline' && !flight.started.value) outcome = this.dispatch.notStarted(query);
-    if (outcome.kind === 'ok') return this.served(query, { source: 'fresh', value: outcome.value, ageSeconds: 0 });
+    const decision: CacheDecision = outcome.kind === 'failed' && outcome.reason === 'overload' ? 'refused' : joined !== undefined ? 'joined' : 'started';
+    if (outcome.kind === 'ok') return this.traced(poll, query, decision, this.served(query, { source: 'fresh', value: outcome.value, ageSeconds: 0 }));
     const reason: FailSafeReason = outcome.kind === 'deadline' ? 'deadline' : outcome.reason;
     const message = outcome.kind === 'deadline' ? `no answer within deadline_ms=${query.deadlineMs}; the query keeps running` : outcome.message;
     const entry = this.cache.get(key) ?? (await this.fromPeers(key, query, hold, arrivedMs));
     const answer = onFailure(entry, query, this.options.clock.nowMs(), hold);
     if (this.isLive(query)) this.options.metrics.failsafeAnswers.inc({ query: query.name, reason });
-    this.logFailure(key, query, params, reason, message, answer);
+    // Under the poll's span again, so the line carries its trace_id.
+    withSpan(poll, () => this.logFailure(key, query, params, reason, message, answer));
     if (answer.source === 'last_good' && missedHold(query, hold)) this.warnNoHold(query);
-    return this.served(query, answer);
+    return this.traced(poll, query, decision, this.served(query, answer), reason);
   }
 
   private reuse(key: string, query: CompiledQuery): Answer | undefined {
     const reused = reusable(this.cache.get(key), query, this.options.clock.nowMs());
-    return reused === undefined ? undefined : this.served(query, reused);
+    return reused === undefined ? undefined : this.traced(pollSpan(), query, 'young', this.served(query, reused));
+  }
+
+  /** The cache decision on the poll's span (answer-trace.ts); the answer unchanged. */
+  private traced(poll: Span | undefined, query: CompiledQuery, decision: CacheDecision, answer: Answer, reason?: FailSafeReason): Answer {
+    traceAnswer(poll, query.name, decision, answer, reason);
+    return answer;
   }
 
   /** Drops cache entries (and in-flight joins) of queries that changed or went. */
@@ -135,12 +147,12 @@ export class QueryExecutor {
    * The key's flight, registered at once so later requests join it while it
    * waits for a slot or a batch: one ClickHouse query (or one share of a batch).
    */
-  private launch(key: string, query: CompiledQuery, params: DeclaredParams): Flight {
+  private launch(key: string, query: CompiledQuery, params: DeclaredParams, poll: Span | undefined): Flight {
     const epoch = this.epochs.get(query.name) ?? 0;
     const waitMs = waitBudgetMs(query.deadlineMs, 0);
     const started = { value: false };
     const onStart = () => (started.value = true);
-    const run = this.dispatch.run(query, params, waitMs, onStart);
+    const run = this.dispatch.run(query, params, waitMs, onStart, poll);
     const promise = run.then((outcome) => {
       this.settleKey(key, query, epoch, outcome, flight);
       return outcome;

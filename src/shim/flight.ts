@@ -3,7 +3,8 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import type { ClickHouseHandle } from '../clickhouse/client.js';
 import type { CompiledQuery } from '../catalogue/types.js';
 import { describeError } from '../errors.js';
-import { ABORT_MARGIN_MS, ReadAbortedError, ResultTooLargeError, runCompact, type RawAnswer } from './clickhouse-query.js';
+import { tracedQuery } from '../clickhouse/traced-query.js';
+import { ABORT_MARGIN_MS, firstRowSql, ReadAbortedError, ResultTooLargeError, runCompact, type RawAnswer } from './clickhouse-query.js';
 import type { DeclaredParams } from './key.js';
 import type { QueryOutcome } from './metrics.js';
 import { parseResult } from './result.js';
@@ -43,13 +44,29 @@ export interface FlyOptions {
   readonly afterError: ClickHouseHandle['afterQueryError'];
 }
 
-export async function fly(
+/**
+ * The flight inside its ClickHouse span (src/clickhouse/traced-query.ts): a
+ * child of the poll that started it, which other polls joining the flight
+ * do not share.
+ */
+export function fly(client: ClickHouseClient, query: CompiledQuery, params: DeclaredParams, options: FlyOptions): Promise<FlightReport> {
+  const spec = { name: query.name, operation: 'SELECT', text: firstRowSql(query.sql), attributes: { 'dfe.query': query.name } };
+  return tracedQuery(
+    client,
+    spec,
+    (headers) => flyOnce(client, query, params, options, headers),
+    (report) => (report.outcome.kind === 'ok' ? undefined : report.outcome.reason),
+  );
+}
+
+async function flyOnce(
   client: ClickHouseClient,
   query: CompiledQuery,
   params: DeclaredParams,
   options: FlyOptions,
+  headers: Record<string, string> | undefined,
 ): Promise<FlightReport> {
-  const run = await timedRun(client, query.timeoutSeconds, (signal) => runCompact(client, query, params, signal), options);
+  const run = await timedRun(client, query.timeoutSeconds, (signal) => runCompact(client, query, params, signal, headers), options);
   const outcome = run.kind === 'answered' ? judge(run.text, query) : run.outcome;
   return { outcome, durationSeconds: run.durationSeconds, bytesRead: run.bytesRead };
 }

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO } from '../helpers/tools.js';
 import { parseRuntimeStage } from './dockerfile.js';
 import { freePort } from '../helpers/ports.js';
+import { otlpReceiver } from '../telemetry/otlp-receiver.js';
 
 const stage = parseRuntimeStage(join(REPO, 'Dockerfile'));
 const CLIS = {
@@ -181,6 +182,29 @@ describe('production install (the Dockerfile runtime stage, replayed)', () => {
     }
     const [code] = await once(child, 'exit');
     expect(code, child.output()).toBe(0);
+  });
+
+  it('with an OTLP endpoint, the shim traces a poll from the production install and flushes it on SIGTERM', async () => {
+    const receiver = await otlpReceiver();
+    const port = await freePort();
+    const child = spawnServer('dfe-keda-shim', ['run', '--host', '127.0.0.1', '--port', String(port)], {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_TRACES_SAMPLER: 'always_on',
+    });
+    try {
+      try {
+        await untilOk(`http://127.0.0.1:${port}/readyz`, child);
+        expect((await fetch(`http://127.0.0.1:${port}/keda/hunt-backlog`)).status).toBe(200);
+      } finally {
+        child.kill('SIGTERM');
+      }
+      const [code] = await once(child, 'exit');
+      expect(code, child.output()).toBe(0);
+      // Nothing waited for the exporter's 5 s batch delay: the stop flushed the span.
+      expect(receiver.spans.map((s) => s.name)).toContain('GET /keda/hunt-backlog');
+    } finally {
+      await receiver.close();
+    }
   });
 
   // Last: with a read-only root filesystem in the cluster, any write outside /tmp would fail.
