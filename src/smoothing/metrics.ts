@@ -17,9 +17,9 @@ export interface SmoothingMetrics {
   readonly intervalSeconds: Gauge<'hunt_id'>;
   readonly promotions: Counter<'hunt_id'>;
   readonly autoDisabled: Gauge<'hunt_id' | 'reason'>;
-  readonly costCpuUs: Gauge<'hunt_id'>;
+  readonly costCpuSeconds: Gauge<'hunt_id'>;
   readonly costMemBytes: Gauge<'hunt_id'>;
-  readonly costDurationMs: Gauge<'hunt_id'>;
+  readonly costDurationSeconds: Gauge<'hunt_id'>;
   readonly loadCpu: Gauge<'stat'>;
   readonly loadMem: Gauge<'stat'>;
   readonly loadPressure: Gauge<'stat'>;

@@ -178,9 +178,9 @@ export class SmoothingController {
       m.intervalSeconds.set({ hunt_id: h.huntId }, h.periodSeconds);
     }
     for (const [huntId, cost] of view.costs) {
-      m.costCpuUs.set({ hunt_id: huntId }, cost.cpuUs);
+      m.costCpuSeconds.set({ hunt_id: huntId }, cost.cpuUs / 1e6);
       m.costMemBytes.set({ hunt_id: huntId }, cost.memoryBytes);
-      m.costDurationMs.set({ hunt_id: huntId }, cost.durationMs);
+      m.costDurationSeconds.set({ hunt_id: huntId }, cost.durationMs / 1000);
     }
     m.objective.set(curve.objective);
     m.flatness.set(curve.flatness);
