@@ -11,6 +11,7 @@ import { loadHuntsDir, logHuntSet } from '../schedule/hunt-files.js';
 import { materialise, materialiseSummary, readSchedule } from '../coordination/materialise.js';
 import { applySchema, coordinationSettings, resolveTopology } from '../coordination/topology.js';
 import { schemaDdl, type SchemaOptions } from '../coordination/tables.js';
+import { probeAndRecord } from '../coordination/claims/mode.js';
 import { startHuntRunner, type HuntRunnerProcess } from '../runner/start.js';
 import { enableHunt, readDisabled } from '../runner/smoothing/hunt-state.js';
 import { exitWhenDone, launch, reportFailure, type FailureStyle, type Program, type Running } from './shell.js';
@@ -127,6 +128,8 @@ async function schemaCommand(config: AppConfig, flags: Flags): Promise<void> {
     }
     const statements = await applySchema(handle.client, dataDatabase, resolved, schemaOptions(config));
     process.stdout.write(`schema applied to ${dataDatabase} (${resolved.kind}): ${statements.length} statement(s), each idempotent\n`);
+    const claims = await probeAndRecord(handle.client, dataDatabase, resolved, coordinationSettings(resolved).write);
+    process.stdout.write(`claims: ${claims.mode}${claims.reason ? ` (KeeperMap unavailable: ${claims.reason})` : ''}, recorded in ${dataDatabase}.hunt_coordination\n`);
   });
 }
 

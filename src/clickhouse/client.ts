@@ -65,7 +65,7 @@ export function serverHandle(client: ClickHouseClient, target: string): ClickHou
  * option (embedded.ts), so every caller runs the same SQL through the same API.
  */
 export async function openClickHouse(config: ClickHouseConfig): Promise<ClickHouseHandle> {
-  if (config.backend === 'embedded') return openEmbedded(config.embeddedPath);
+  if (config.backend === 'embedded') return openEmbedded(config.embeddedPath, config.embeddedConfigFile);
   if (!config.url) throw new DfeError('CONFIG_INVALID', 'no ClickHouse server URL configured', { key: 'DFE_CLICKHOUSE_URL' });
   const tls = config.caCertPath ? { ca_cert: readCaCert(config.caCertPath) } : undefined;
   const client = createClient({

@@ -17,6 +17,8 @@ export interface ClickHouseConfig {
   readonly caCertPath: string | undefined;
   readonly requestTimeoutMs: number;
   readonly embeddedPath: string;
+  /** Passed to the embedded engine as `--config-file` (absolute or relative to the working directory). */
+  readonly embeddedConfigFile: string | undefined;
   readonly dataDatabase: string;
   readonly otelDatabase: string;
   readonly topology: Topology;
@@ -92,6 +94,8 @@ export interface RunnerConfig {
   readonly leaseSeconds: number;
   readonly settleMs: number;
   readonly runnerId: string | undefined;
+  /** `auto` (the mode `schema --apply` recorded), `keeper` or `tables` (docs/claim-protocol.md). */
+  readonly claims: 'auto' | 'keeper' | 'tables';
   readonly smoothing: SmoothingConfig;
   readonly autoDisable: AutoDisableConfig;
 }
@@ -107,6 +111,8 @@ export interface AppConfig {
 export const FLAG_TO_ENV: Readonly<Record<string, keyof z.input<typeof envSchema>>> = Object.freeze({
   'clickhouse-url': 'DFE_CLICKHOUSE_URL',
   'embedded-path': 'DFE_EMBEDDED_PATH',
+  'embedded-config': 'DFE_EMBEDDED_CONFIG_FILE',
+  claims: 'DFE_COORDINATION_CLAIMS',
   hunts: 'DFE_HUNTS_DIR',
   host: 'DFE_KEDA_SHIM_HOST',
   port: 'DFE_KEDA_SHIM_PORT',
@@ -242,6 +248,7 @@ function build(e: ParsedEnv): AppConfig {
       caCertPath: e.DFE_CLICKHOUSE_CA_CERT,
       requestTimeoutMs: e.DFE_CLICKHOUSE_REQUEST_TIMEOUT_MS,
       embeddedPath: e.DFE_EMBEDDED_PATH,
+      embeddedConfigFile: e.DFE_EMBEDDED_CONFIG_FILE,
       dataDatabase: e.DFE_CLICKHOUSE_DATA_DATABASE,
       otelDatabase: e.DFE_KEDA_SHIM_OTEL_DATABASE ?? e.DFE_CLICKHOUSE_DATA_DATABASE,
       topology: e.DFE_CLICKHOUSE_TOPOLOGY,
@@ -275,6 +282,7 @@ function build(e: ParsedEnv): AppConfig {
       leaseSeconds: e.DFE_HUNT_RUNNER_LEASE_SECONDS,
       settleMs: e.DFE_HUNT_RUNNER_SETTLE_MS,
       runnerId: e.DFE_HUNT_RUNNER_ID,
+      claims: e.DFE_COORDINATION_CLAIMS,
       smoothing: {
         enabled: e.DFE_HUNT_SMOOTHING_ENABLED,
         cycleSeconds: e.DFE_HUNT_SMOOTHING_CYCLE_SECONDS,

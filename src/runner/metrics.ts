@@ -20,6 +20,8 @@ export interface RunnerMetrics {
   readonly tickDuration: Histogram;
   readonly fireLateness: Histogram;
   readonly specErrors: Counter;
+  /** 1 for the claim mode in use (docs/claim-protocol.md#choosing-the-mode). */
+  readonly claimMode: Gauge<'mode'>;
   readonly smoothing: SmoothingMetrics;
 }
 
@@ -131,6 +133,12 @@ export function createRunnerMetrics(registry = new Registry()): RunnerMetrics {
     specErrors: new Counter({
       name: 'dfe_hunt_spec_errors_total',
       help: 'Hunt definition files skipped as invalid, counted at each load.',
+      registers,
+    }),
+    claimMode: new Gauge({
+      name: 'dfe_hunt_runner_claim_mode',
+      help: 'The claim mode in use: 1 for keeper (KeeperMap keys) or tables (the table protocol).',
+      labelNames: ['mode'] as const,
       registers,
     }),
     smoothing: smoothingMetrics(registers),
