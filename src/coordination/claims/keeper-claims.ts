@@ -122,6 +122,16 @@ export function keeperClaims(coord: Coordinator, options: KeeperClaimOptions): C
     return 'retry';
   };
 
+  /**
+   * The hunt_lease row of a Keeper claim: never read by a claim, only by the due query
+   * (a held hunt is not due, so the shim's backlog and the other runners' ticks skip
+   * it). Plain data; a failed write only costs a claim that loses in Keeper, or (release)
+   * a hunt that looks held until its lease ends.
+   */
+  const mirror = async (held: HeldClaim, lease: number | 'release'): Promise<void> => {
+    await coord.putLease(held.huntId, owner, held.fire, lease).catch(() => undefined);
+  };
+
   const claimOne = async (r: ClaimRequest): Promise<ClaimOutcome> => {
     for (let attempt = 0; attempt < 2; attempt += 1) {
       const token = newToken();
@@ -152,6 +162,7 @@ export function keeperClaims(coord: Coordinator, options: KeeperClaimOptions): C
       const settled = await Promise.all(requests.map(async (r) => [r.huntId, await claimOne(r)] as const));
       const outcomes = new Map<string, ClaimOutcome>(settled);
       const won = settled.filter(([, o]) => o.kind === 'won').map(([h]) => h);
+      await Promise.all(settled.map(([, o]) => (o.kind === 'won' ? mirror(o.held, leaseSeconds) : undefined)));
       if (won.length > 0) {
         // The watermark, read after the win: the already-run recheck and the window start.
         const marks = await coord.watermarks(won);
@@ -167,6 +178,7 @@ export function keeperClaims(coord: Coordinator, options: KeeperClaimOptions): C
         `ALTER TABLE ${table} UPDATE lease_until = {until:Int64} WHERE claim_key IN {keys:Array(String)} AND token = {token:String}`,
         { until: leaseUntil(), keys: [leaseKey(held.huntId), recordKey(held.huntId, held.fire)], token: held.token },
       );
+      await mirror(held, leaseSeconds);
     },
     async release(held, result) {
       if (result.succeeded) {
@@ -176,12 +188,13 @@ export function keeperClaims(coord: Coordinator, options: KeeperClaimOptions): C
           `DELETE FROM ${table} WHERE claim_key IN {previous:Array(String)} OR (claim_key = {lease:String} AND token = {token:String})`,
           { previous, lease: leaseKey(held.huntId), token: held.token },
         );
-        return;
+      } else {
+        await command(`DELETE FROM ${table} WHERE claim_key IN {keys:Array(String)} AND token = {token:String}`, {
+          keys: [leaseKey(held.huntId), recordKey(held.huntId, held.fire)],
+          token: held.token,
+        });
       }
-      await command(`DELETE FROM ${table} WHERE claim_key IN {keys:Array(String)} AND token = {token:String}`, {
-        keys: [leaseKey(held.huntId), recordKey(held.huntId, held.fire)],
-        token: held.token,
-      });
+      await mirror(held, 'release');
     },
     on: (other) => keeperClaims(coord.withClient(other), options),
   };
