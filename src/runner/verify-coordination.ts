@@ -73,11 +73,12 @@ export async function verifyCoordination(options: VerifyOptions): Promise<Verify
   const intervals = options.intervals ?? [1];
   const base = options.config;
   const huntsDir = mkdtempSync(join(tmpdir(), 'dfe-verify-hunts-'));
-  // Hunts fire every second: poll twice a second. Everything else (lease, settle, cap, mode) as configured.
+  // Hunts fire every second: poll twice a second, and a lease of at most 10 s so a killed
+  // runner's (or a late claim's) hold clears within the run. Settle, cap and mode as configured.
   const config: AppConfig = {
     ...base,
     clickhouse: { ...base.clickhouse, dataDatabase: database },
-    runner: { ...base.runner, huntsDir, pollSeconds: Math.min(base.runner.pollSeconds, 0.5) },
+    runner: { ...base.runner, huntsDir, pollSeconds: Math.min(base.runner.pollSeconds, 0.5), leaseSeconds: Math.min(base.runner.leaseSeconds, 10) },
   };
   const handle = await openClickHouse(config.clickhouse);
   const handles: ClickHouseHandle[] = [];
