@@ -32,7 +32,7 @@ export interface VerifyOptions {
   readonly hunts?: number;
   /** Hunt intervals, seconds, used round-robin (default: every hunt every second). */
   readonly intervals?: readonly number[];
-  /** Kill runner 0 abruptly (abort, close its connections) `atSeconds` in, start a new one `restartAfterSeconds` later. */
+  /** Kill runner 0 like a crash (aborted: no release, no watermark) `atSeconds` in, start a new one `restartAfterSeconds` later. */
   readonly kill?: { readonly atSeconds: number; readonly restartAfterSeconds: number };
   readonly log?: Logger;
   /** Progress lines (the CLI prints them to stderr). */
@@ -73,12 +73,12 @@ export async function verifyCoordination(options: VerifyOptions): Promise<Verify
   const intervals = options.intervals ?? [1];
   const base = options.config;
   const huntsDir = mkdtempSync(join(tmpdir(), 'dfe-verify-hunts-'));
-  // Hunts fire every second: poll twice a second, and a lease of at most 10 s so a killed
-  // runner's (or a late claim's) hold clears within the run. Settle, cap and mode as configured.
+  // Hunts fire every second: poll twice a second, and a lease of at most 30 s so a killed
+  // runner's (or a late claim's) hold clears within a short wait. Settle, cap and mode as configured.
   const config: AppConfig = {
     ...base,
     clickhouse: { ...base.clickhouse, dataDatabase: database },
-    runner: { ...base.runner, huntsDir, pollSeconds: Math.min(base.runner.pollSeconds, 0.5), leaseSeconds: Math.min(base.runner.leaseSeconds, 10) },
+    runner: { ...base.runner, huntsDir, pollSeconds: Math.min(base.runner.pollSeconds, 0.5), leaseSeconds: Math.min(base.runner.leaseSeconds, 30) },
   };
   const handle = await openClickHouse(config.clickhouse);
   const handles: ClickHouseHandle[] = [];
@@ -102,7 +102,9 @@ export async function verifyCoordination(options: VerifyOptions): Promise<Verify
     // The kill lands in the victim's statement hook, before a statement is sent and while none
     // of its runs has sent one: a runner killed with an output INSERT in flight (or written but
     // not yet watermarked) would run that window again — the one case docs/claim-protocol.md
-    // leaves to the dedup token, which a plain MergeTree output table does not have.
+    // leaves to the dedup token, which a plain MergeTree output table does not have. So the
+    // victim runs one fire at a time (cap 1): its claims still race, and its next statement
+    // hook after the arming finds none of its INSERTs in flight.
     const writing = new Set<string>();
     let armed: (() => void) | undefined;
     const victimEvents: RunnerEvents = {
@@ -115,7 +117,8 @@ export async function verifyCoordination(options: VerifyOptions): Promise<Verify
     const start = async (id: string, events?: RunnerEvents): Promise<RunnerHandle> => {
       const own = await openClickHouse(config.clickhouse);
       handles.push(own);
-      return startRunner({ handle: own, config, log, runnerId: id, topology, ...(events ? { events } : {}) });
+      const ownConfig = events ? { ...config, runner: { ...config.runner, cap: 1 } } : config;
+      return startRunner({ handle: own, config: ownConfig, log, runnerId: id, topology, ...(events ? { events } : {}) });
     };
     for (let i = 0; i < options.runners; i += 1) runners.push(await start(`verify-${i}`, i === 0 && options.kill ? victimEvents : undefined));
     const startNow = await serverNow();
@@ -134,7 +137,8 @@ export async function verifyCoordination(options: VerifyOptions): Promise<Verify
         };
       });
       await Promise.race([killed, delay(10_000).then(() => armed?.())]);
-      await handles[0]?.close().catch(() => undefined);
+      // Its connections stay open, as a dead pod's sockets linger: closing an embedded
+      // connection under queries still queued on it would stall chdb's parameter queue.
       progress(`killed ${victim?.runnerId ?? 'runner 0'} ${((Date.now() - startedMs) / 1000).toFixed(1)} s in`);
       await delay(options.kill.restartAfterSeconds * 1000);
       runners[0] = await start('verify-0-restarted');
@@ -142,6 +146,7 @@ export async function verifyCoordination(options: VerifyOptions): Promise<Verify
     }
     await delay(Math.max(0, options.seconds * 1000 - (Date.now() - startedMs)));
     const endNow = await serverNow();
+    progress(`ran ${((Date.now() - startedMs) / 1000).toFixed(0)} s; waiting until every fire up to the end is covered`);
 
     // Drain: every fire up to endNow must be covered (a killed runner's lease must expire first).
     const drainSeconds = Math.max(30, 2 * config.runner.leaseSeconds);
@@ -158,7 +163,9 @@ export async function verifyCoordination(options: VerifyOptions): Promise<Verify
       if (Number((await rs.json<{ behind: number | string }>())[0]?.behind) === 0) break;
       await delay(250);
     }
+    progress('stopping the runners');
     await Promise.all(runners.map((r) => r.stop()));
+    progress('counting from the tables');
     return { ...(await countFromTables(handle, database, startNow, endNow, settings.read)), claims: mode.mode, runners: options.runners, hunts: huntCount, seconds: options.seconds, kept: options.keep === true, target: handle.target };
   } finally {
     for (const r of runners) await r.stop().catch(() => undefined);

@@ -102,7 +102,7 @@ export function keeperClaims(coord: Coordinator, options: KeeperClaimOptions): C
   const afterConflict = async (r: ClaimRequest): Promise<'retry' | ClaimOutcome> => {
     const lease = leaseKey(r.huntId);
     const record = recordKey(r.huntId, r.fire);
-    const [keys, marks] = await Promise.all([readKeys([lease, record]), coord.watermarks([r.huntId])]);
+    const keys = await readKeys([lease, record]);
     const held = keys.get(lease);
     const rec = keys.get(record);
     if (held) {
@@ -115,7 +115,9 @@ export function keeperClaims(coord: Coordinator, options: KeeperClaimOptions): C
       return 'retry';
     }
     if (!rec) return 'retry'; // both keys went away in between: try again
-    const watermark = marks.get(r.huntId);
+    // Read AFTER the keys: a run writes its watermark before it deletes its lease, so a lease
+    // seen gone means the watermark read now shows that run's fire.
+    const watermark = (await coord.watermarks([r.huntId])).get(r.huntId);
     if (watermark !== undefined && watermark >= r.fire) return { kind: 'lost', holder: { owner: rec.owner } };
     // A record without a lease and without the watermark: a failed or crashed run's leftover.
     await command(`DELETE FROM ${table} WHERE claim_key = {key:String} AND token = {token:String}`, { key: record, token: rec.token });
