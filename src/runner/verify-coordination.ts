@@ -152,7 +152,8 @@ export async function verifyCoordination(options: VerifyOptions): Promise<Verify
     const drainSeconds = Math.max(30, 2 * config.runner.leaseSeconds);
     const watermark = qualifiedTable(database, TABLES.watermark);
     const schedule = qualifiedTable(database, TABLES.schedule);
-    for (let waited = 0; waited < drainSeconds * 4; waited += 1) {
+    const drainUntilMs = Date.now() + drainSeconds * 1000;
+    while (Date.now() < drainUntilMs) {
       const rs = await handle.client.query({
         query: `SELECT count() AS behind FROM ${schedule} AS s FINAL LEFT JOIN (SELECT hunt_id, max(watermark) AS wm FROM ${watermark} GROUP BY hunt_id) AS w ON w.hunt_id = s.hunt_id
                 WHERE s.enabled = 1 AND ifNull(w.wm, 0) < intDiv({end:Int64} - s.phase_offset, s.interval_seconds) * s.interval_seconds + s.phase_offset`,

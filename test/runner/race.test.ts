@@ -14,7 +14,9 @@ import { keeperEnv } from '../coordination/keeper-fixture.js';
  * so a second runner process cannot open the store. Each runner has its own connections
  * (one engine session each, run in parallel by chdb); "killed" is the runner aborted like
  * a crash (no release, no watermark) and its connections closed under it, at a moment when
- * none of its output INSERTs is in flight (verifyCoordination says why).
+ * none of its output INSERTs is in flight (verifyCoordination says why; it runs one fire at a
+ * time for that). Its connections stay open: closing an embedded connection under queries
+ * still queued on it stalls chdb's process-wide parameter queue.
  *
  * Keeper mode races for real here: claims are strict inserts on separate connections, with
  * no gate. The table protocol does NOT race on the embedded engine: a claim's free read and
@@ -23,7 +25,14 @@ import { keeperEnv } from '../coordination/keeper-fixture.js';
  * DFE_CLICKHOUSE_URL set the table-protocol run goes to that server, where nothing gates it.
  */
 const RUN = { runners: 4, seconds: 60, hunts: 51, intervals: [1, 2, 3], kill: { atSeconds: 20, restartAfterSeconds: 5 } };
-const TIMING = { DFE_HUNT_RUNNER_LEASE_SECONDS: '4', DFE_HUNT_RUNNER_SETTLE_MS: '300', DFE_HUNT_RUNNER_CAP: '16' };
+/**
+ * Lease 30 s: both modes rest on "a run never outlives its lease" (docs/claim-protocol.md).
+ * On the embedded engine every parameter-bound query (a Keeper renewal is one) queues in one
+ * process-wide line, and on a loaded 2-core machine a 4 s lease was seen to expire under a
+ * running fire — its hunt taken over and a window run twice, as the docs say. Cap 4 per runner
+ * keeps that line short enough for a 30 s lease; a killed runner's hunts wait that long.
+ */
+const TIMING = { DFE_HUNT_RUNNER_LEASE_SECONDS: '30', DFE_HUNT_RUNNER_SETTLE_MS: '300', DFE_HUNT_RUNNER_CAP: '4' };
 
 function check(report: VerifyReport, lines: string[]): void {
   console.log(`${formatVerifyReport(report)}${lines.join('\n')}`);
