@@ -107,11 +107,12 @@ export function keeperClaims(coord: Coordinator, options: KeeperClaimOptions): C
     const rec = keys.get(record);
     if (held) {
       if (Number(held.lease_until) > Number(held.now_s)) return { kind: 'lost', holder: { owner: held.owner } };
-      // An expired lease: delete it and its fire's record, only if still the same claim and still expired.
-      await command(
-        `DELETE FROM ${table} WHERE claim_key IN {keys:Array(String)} AND token = {token:String} AND lease_until <= ${coord.now}`,
-        { keys: [lease, recordKey(r.huntId, Number(held.fire))], token: held.token },
-      );
+      // An expired lease: delete it, then its fire's record, only if still the same claim and still
+      // expired. One key per statement: a KeeperMap DELETE whose multi-key write meets a key already
+      // gone retries the rest WITHOUT the version check (docs/claim-protocol.md#keeper-mode).
+      const expired = `AND token = {token:String} AND lease_until <= ${coord.now}`;
+      await command(`DELETE FROM ${table} WHERE claim_key = {key:String} ${expired}`, { key: lease, token: held.token });
+      await command(`DELETE FROM ${table} WHERE claim_key = {key:String} ${expired}`, { key: recordKey(r.huntId, Number(held.fire)), token: held.token });
       return 'retry';
     }
     if (!rec) return 'retry'; // both keys went away in between: try again
