@@ -9,6 +9,7 @@ import { startHuntRunner, type HuntRunnerProcess } from '../runner/start.js';
 import { enableHuntNow, SMOOTHING_VERBS, smoothingCommand, type SmoothingVerb } from '../smoothing/control/operator.js';
 import { exitWhenDone, invokedDirectly, launch, reportFailure, type FailureStyle, type Program, type Running } from './shell.js';
 import { withTelemetry } from '../telemetry/start.js';
+import { formatVerifyReport, verifyCoordination } from '../runner/verify-coordination.js';
 
 const USAGE = `Usage: dfe-hunt-runner <command> [options]
 
@@ -19,6 +20,10 @@ Commands:
   run-now <hunt_id>        request a run of a hunt now; served after its scheduled fire
   schema [--apply|--print] print (default) or apply the coordination tables' DDL (idempotent)
   enable <hunt_id>         lift an auto-disable (memory-limit crash-loop or a ceiling)
+  verify-coordination --runners N --seconds S [--keep]
+                           race N runners on hunts firing every second in a scratch database;
+                           print fires, double runs, missed fires, claim latency; exit 1 on any
+                           double or miss; drops the scratch database unless --keep
   smoothing plan [--json] [--cycles N]
                            simulate N planning cycles on the live schedule and costs; writes nothing
   smoothing apply [--cycles N]
@@ -32,6 +37,8 @@ Options (each overrides its environment variable):
   --hunts DIR              hunt definitions, one *.yaml per hunt   (DFE_HUNTS_DIR, default ./hunts)
   --clickhouse-url URL     ClickHouse HTTP interface               (DFE_CLICKHOUSE_URL)
   --embedded-path DIR      embedded ClickHouse data directory      (DFE_EMBEDDED_PATH, default ./.dfe/clickhouse)
+  --embedded-config FILE   ClickHouse config file of the embedded engine (DFE_EMBEDDED_CONFIG_FILE)
+  --claims MODE            claim mode: auto, keeper or tables      (DFE_COORDINATION_CLAIMS, default auto)
   --poll SECONDS           seconds between ticks                   (DFE_HUNT_RUNNER_POLL_SECONDS, default 15)
   --cap N                  concurrent runs per runner              (DFE_HUNT_RUNNER_CAP, default 8)
   --metrics-port PORT      /livez, /readyz, /metrics port          (DFE_HUNT_RUNNER_METRICS_PORT, default 9464)
@@ -74,6 +81,11 @@ function parse(argv: string[]): Parsed {
       weights: { type: 'string' },
       apply: { type: 'boolean' },
       print: { type: 'boolean' },
+      'embedded-config': { type: 'string' },
+      claims: { type: 'string' },
+      runners: { type: 'string' },
+      seconds: { type: 'string' },
+      keep: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -106,8 +118,10 @@ async function schemaCommand(config: AppConfig, flags: Flags): Promise<void> {
     for (const statement of (await schemaStatements(config)).statements) print(`${statement};\n`);
     return;
   }
-  const { kind, count } = await applySchemaNow(config);
-  print(`schema applied to ${config.clickhouse.dataDatabase} (${kind}): ${count} statement(s), each idempotent\n`);
+  const { kind, count, claims } = await applySchemaNow(config);
+  const database = config.clickhouse.dataDatabase;
+  print(`schema applied to ${database} (${kind}): ${count} statement(s), each idempotent\n`);
+  print(`claims: ${claims.mode}${claims.reason ? ` (KeeperMap unavailable: ${claims.reason})` : ''}, recorded in ${database}.hunt_coordination\n`);
 }
 
 async function dueCommand(config: AppConfig, flags: Flags): Promise<void> {
@@ -173,6 +187,24 @@ function runProgram(flags: Flags, failure: FailureStyle): Program<AppConfig, Hun
   };
 }
 
+function wholeCount(flag: string, value: string | boolean | undefined): number {
+  const n = typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < 1) throw new DfeError('USAGE', `--${flag} must be a whole number ≥ 1, got ${JSON.stringify(value ?? '')}`);
+  return n;
+}
+
+/** docs/operations.md#verify-coordination: parse, race, print; a double or a miss exits 1. */
+async function verifyCommand(config: AppConfig, flags: Flags): Promise<void> {
+  const runners = wholeCount('runners', flags.runners);
+  const seconds = wholeCount('seconds', flags.seconds);
+  const report = await verifyCoordination({ config, runners, seconds, keep: flags.keep === true, progress: (line) => void process.stderr.write(`${line}\n`) });
+  print(formatVerifyReport(report));
+  if (!report.ok) {
+    const c = report.coverage;
+    throw new DfeError('CLICKHOUSE_FAILED', `${c.doubled + report.doubleRunRows} double run(s), ${c.missed} missed fire(s) in ${report.database}`);
+  }
+}
+
 /** The one-shot commands: each ends with exit 0, or throws. */
 const COMMANDS: Readonly<Record<string, (config: AppConfig, parsed: Parsed) => Promise<void>>> = {
   materialise: async (config) => print(`${await materialiseHunts(config, stderrLogger(config))}\n`),
@@ -181,6 +213,7 @@ const COMMANDS: Readonly<Record<string, (config: AppConfig, parsed: Parsed) => P
   schema: (config, { flags }) => schemaCommand(config, flags),
   enable: (config, { rest }) => enableCommand(config, needsHuntId('enable', rest[0])),
   smoothing: (config, { rest, flags }) => smoothingVerbCommand(config, rest[0], flags),
+  'verify-coordination': (config, { flags }) => verifyCommand(config, flags),
 };
 
 /** Runs the CLI. Resolves with the running runner (`run`), or the exit code. */

@@ -66,7 +66,7 @@ export function serverHandle(client: ClickHouseClient, target: string): ClickHou
  * option (embedded.ts), so every caller runs the same SQL through the same API.
  */
 export async function openClickHouse(config: ClickHouseConfig): Promise<ClickHouseHandle> {
-  if (config.backend === 'embedded') return openEmbedded(config.embeddedPath);
+  if (config.backend === 'embedded') return openEmbedded(config.embeddedPath, config.embeddedConfigFile);
   // The config loader refuses backend=server without a URL (config/load.ts).
   const url = config.url as string;
   const tls = config.caCertPath ? { ca_cert: readCaCert(config.caCertPath) } : undefined;

@@ -1,4 +1,5 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import { DfeError, describeError } from '../errors.js';
 import type { ClickHouseHandle } from './client.js';
@@ -18,6 +19,8 @@ import { markWithoutHttp } from './traced-query.js';
  *  4. queries share libuv's thread pool         → the statement gate
  *  5. parameter-bound queries run one at a time → the claim gate
  *  6. a failed query's output leaks into the next result → drainAfterError
+ *  8. the engine's configuration is fixed by the first connection to a directory
+ *     → anchorEngine (DFE_EMBEDDED_CONFIG_FILE)
  *
  * Quirks handled outside this file, without asking which backend it is (they
  * are harmless on a server): per-query `max_execution_time` is what stops an
@@ -36,7 +39,7 @@ const CLIENT_LOG = { level: ClickHouseLogLevel.OFF };
  * own connection; connections to the same path share one in-process engine (a
  * second path is refused by chdb itself).
  */
-export async function openEmbedded(path: string): Promise<ClickHouseHandle> {
+export async function openEmbedded(path: string, configFile?: string): Promise<ClickHouseHandle> {
   let createChdbConnection: (options: { path?: string }) => unknown;
   try {
     ({ createChdbConnection } = (await import('chdb/connection')) as unknown as {
@@ -50,6 +53,7 @@ export async function openEmbedded(path: string): Promise<ClickHouseHandle> {
     );
   }
   if (path !== ':memory:') mkdirSync(path, { recursive: true });
+  await anchorEngine(path, configFile);
   const client = createClient({ connection: createChdbConnection({ path }) as never, log: CLIENT_LOG });
   // No HTTP request to carry a traceparent: the query span exists without one (traced-query.ts).
   markWithoutHttp(client);
@@ -57,10 +61,59 @@ export async function openEmbedded(path: string): Promise<ClickHouseHandle> {
     client,
     backend: 'embedded',
     target: `embedded:${path}`,
-    statementSessions: (open = () => openEmbedded(path)) => embeddedSessionPool(open),
+    statementSessions: (open = () => openEmbedded(path, configFile)) => embeddedSessionPool(open),
     afterQueryError: drainAfterError,
     close: () => client.close(),
   };
+}
+
+/**
+ * Quirk 8: the engine of a data directory starts with the first connection to it
+ * and takes its configuration (`--config-file`) from that connection only; chdb's
+ * `createChdbConnection` passes none. So with a config file (DFE_EMBEDDED_CONFIG_FILE,
+ * e.g. testkeeper + keeper_map_path_prefix: docs/embedded.md) a chdb Session opened
+ * with `connectionArgs: ['--config-file=…']` comes first and stays open for the life
+ * of the process; every later connection to the directory shares its engine.
+ */
+const anchors = new Map<string, string | undefined>();
+
+async function anchorEngine(path: string, configFile: string | undefined): Promise<void> {
+  const key = path === ':memory:' ? path : resolve(path);
+  const file = configFile === undefined ? undefined : resolve(configFile);
+  if (anchors.has(key)) {
+    if (anchors.get(key) === file) return;
+    throw new DfeError(
+      'CONFIG_INVALID',
+      `invalid DFE_EMBEDDED_CONFIG_FILE=${JSON.stringify(configFile ?? '')}: the embedded engine at ${path} is already open ` +
+        `${anchors.get(key) === undefined ? 'without a config file' : `with ${anchors.get(key)}`} in this process`,
+      { key: 'DFE_EMBEDDED_CONFIG_FILE', value: configFile ?? '' },
+    );
+  }
+  if (file !== undefined) {
+    if (path === ':memory:') {
+      throw new DfeError('CONFIG_INVALID', 'DFE_EMBEDDED_CONFIG_FILE needs a data directory (DFE_EMBEDDED_PATH), not :memory:', {
+        key: 'DFE_EMBEDDED_CONFIG_FILE',
+        value: configFile ?? '',
+      });
+    }
+    if (!existsSync(file)) {
+      throw new DfeError('CONFIG_INVALID', `invalid DFE_EMBEDDED_CONFIG_FILE=${JSON.stringify(configFile)}: no such file`, {
+        key: 'DFE_EMBEDDED_CONFIG_FILE',
+        value: configFile ?? '',
+      });
+    }
+    const { Session } = (await import('chdb')) as unknown as { Session: new (path: string, opts: { connectionArgs: string[] }) => unknown };
+    try {
+      new Session(key, { connectionArgs: [`--config-file=${file}`] });
+    } catch (err) {
+      throw new DfeError('CONFIG_INVALID', `invalid DFE_EMBEDDED_CONFIG_FILE=${JSON.stringify(configFile)}: the engine refused it (${describeError(err)})`, {
+        key: 'DFE_EMBEDDED_CONFIG_FILE',
+        value: configFile ?? '',
+        cause: err,
+      });
+    }
+  }
+  anchors.set(key, file);
 }
 
 /**

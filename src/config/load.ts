@@ -17,6 +17,8 @@ export interface ClickHouseConfig {
   readonly caCertPath: string | undefined;
   readonly requestTimeoutMs: number;
   readonly embeddedPath: string;
+  /** Passed to the embedded engine as `--config-file` (absolute or relative to the working directory). */
+  readonly embeddedConfigFile: string | undefined;
   readonly dataDatabase: string;
   readonly otelDatabase: string;
   readonly topology: Topology;
@@ -112,6 +114,8 @@ export interface RunnerConfig {
   readonly runnerId: string | undefined;
   /** Longest window a run covers after an outage (docs/hunts.md#catch-up); a hunt file's `max_catchup` replaces it. */
   readonly maxCatchupSeconds: number;
+  /** `auto` (the mode `schema --apply` recorded), `keeper` or `tables` (docs/claim-protocol.md). */
+  readonly claims: 'auto' | 'keeper' | 'tables';
   readonly smoothing: SmoothingConfig;
   readonly autoDisable: AutoDisableConfig;
 }
@@ -129,6 +133,8 @@ export interface AppConfig {
 const FLAG_TO_ENV: Readonly<Record<string, keyof z.input<typeof envSchema>>> = Object.freeze({
   'clickhouse-url': 'DFE_CLICKHOUSE_URL',
   'embedded-path': 'DFE_EMBEDDED_PATH',
+  'embedded-config': 'DFE_EMBEDDED_CONFIG_FILE',
+  claims: 'DFE_COORDINATION_CLAIMS',
   hunts: 'DFE_HUNTS_DIR',
   host: 'DFE_KEDA_SHIM_HOST',
   port: 'DFE_KEDA_SHIM_PORT',
@@ -323,6 +329,7 @@ function build(e: ParsedEnv, notices: readonly string[]): AppConfig {
       caCertPath: e.DFE_CLICKHOUSE_CA_CERT,
       requestTimeoutMs: e.DFE_CLICKHOUSE_REQUEST_TIMEOUT_MS,
       embeddedPath: e.DFE_EMBEDDED_PATH,
+      embeddedConfigFile: e.DFE_EMBEDDED_CONFIG_FILE,
       dataDatabase: e.DFE_CLICKHOUSE_DATA_DATABASE,
       otelDatabase: e.DFE_KEDA_SHIM_OTEL_DATABASE ?? e.DFE_CLICKHOUSE_DATA_DATABASE,
       topology: e.DFE_CLICKHOUSE_TOPOLOGY,
@@ -366,6 +373,7 @@ function build(e: ParsedEnv, notices: readonly string[]): AppConfig {
       settleMs: e.DFE_HUNT_RUNNER_SETTLE_MS,
       runnerId: e.DFE_HUNT_RUNNER_ID,
       maxCatchupSeconds: e.DFE_HUNT_MAX_CATCHUP_SECONDS,
+      claims: e.DFE_COORDINATION_CLAIMS,
       smoothing: {
         mode: e.DFE_HUNT_SMOOTHING,
         cycleSeconds: e.DFE_HUNT_SMOOTHING_CYCLE_SECONDS,

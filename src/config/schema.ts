@@ -149,6 +149,10 @@ export const envSchema = z.object({
   DFE_HUNT_RUN_RETENTION_DAYS: positiveInteger.refine((n) => n <= 36_500, { message: 'must be at most 36500 (100 years)' }).default(90),
   DFE_CLICKHOUSE_REQUEST_TIMEOUT_MS: positiveNumber.default(30_000),
   DFE_EMBEDDED_PATH: z.string().min(1).default('./.dfe/clickhouse'),
+  /** A ClickHouse config file for the embedded engine (e.g. testkeeper + keeper_map_path_prefix: docs/embedded.md). */
+  DFE_EMBEDDED_CONFIG_FILE: z.string().min(1).optional(),
+  /** The claim mode (docs/claim-protocol.md#choosing-the-mode): auto follows what `schema --apply` recorded. */
+  DFE_COORDINATION_CLAIMS: z.enum(['auto', 'keeper', 'tables']).default('auto'),
   DFE_KEDA_SHIM_HOST: z.string().trim().min(1).default('0.0.0.0'),
   DFE_KEDA_SHIM_PORT: port('DFE_KEDA_SHIM_PORT').default(8080),
   /** KEDA's external / external-push scaler over gRPC (docs/api.md#grpc): off unless a port is set. */

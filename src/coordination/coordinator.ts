@@ -63,7 +63,7 @@ export class Coordinator {
   private readonly watermarkTable: string;
 
   constructor(
-    private readonly client: ClickHouseClient,
+    readonly client: ClickHouseClient,
     readonly database: string,
     readonly settings: CoordinationSettings,
     readonly time: ServerTime = new ServerTime({ kind: 'server' }, systemClock),
@@ -78,16 +78,24 @@ export class Coordinator {
     return client === this.client ? this : new Coordinator(client, this.database, this.settings, this.time, this.signal);
   }
 
-  private get now(): string {
+  /** The coordination clock in SQL: the server's `now()`, or `{now:Int64}` bound by `params` (clock mode). */
+  get now(): string {
     return this.time.time.kind === 'server' ? SERVER_NOW : '{now:Int64}';
   }
 
-  private params(values: Record<string, unknown>): Record<string, unknown> {
+  /** Query parameters plus `now` where the coordination clock is the injected one. */
+  params(values: Record<string, unknown>): Record<string, unknown> {
     const now = this.time.time.kind === 'clock' ? this.time.nowSeconds() : undefined;
     return now === undefined ? values : { ...values, now };
   }
 
-  private get abort() {
+  /** The runner stopped like a crash: nothing more is written. */
+  get aborted(): boolean {
+    return this.signal?.aborted === true;
+  }
+
+  /** The runner's abort signal, for every call on its connections. */
+  get abort() {
     return this.signal ? { abort_signal: this.signal } : {};
   }
 
@@ -241,6 +249,15 @@ export class Coordinator {
       leaseUntil = now + leaseSeconds;
     }
     await this.insertRows(TABLES.lease, ['hunt_id', 'owner', 'fire', 'lease_until'], [{ hunt_id: huntId, owner, fire, lease_until: leaseUntil }]);
+  }
+
+  /** Each hunt's newest watermark (hunts without one are absent). */
+  async watermarks(huntIds: readonly string[]): Promise<Map<string, number>> {
+    const raw = await this.read<{ hunt_id: string; wm: Num }>(
+      `SELECT hunt_id, argMax(watermark, updated) AS wm FROM ${this.watermarkTable} WHERE hunt_id IN {hunts:Array(String)} GROUP BY hunt_id`,
+      { hunts: huntIds },
+    );
+    return new Map(raw.map((r) => [r.hunt_id, Number(r.wm)]));
   }
 
   async setWatermark(huntId: string, fire: number): Promise<void> {

@@ -12,6 +12,10 @@ export const TABLES = Object.freeze({
   state: 'hunt_state',
   run: 'hunt_run',
   heartbeat: 'hunt_runner_heartbeat',
+  /** Coordination choices, key → value (the claim mode: docs/claim-protocol.md#choosing-the-mode). */
+  coordination: 'hunt_coordination',
+  /** The KeeperMap table of Keeper-mode claims (docs/claim-protocol.md#keeper-mode); not in TABLE_DEFS. */
+  claim: 'hunt_claim',
 });
 
 /** hunt_run.status values. `requested` rows are run-now requests (docs/tables.md#run-now). */
@@ -147,7 +151,30 @@ export const TABLE_DEFS: readonly TableDef[] = Object.freeze([
     orderBy: 'runner_id',
     ttl: 'toDateTime(updated) + INTERVAL 7 DAY',
   },
+  // This project's own: one row per key, the newest by `updated` wins (e.g. ('claims', 'keeper')).
+  { name: TABLES.coordination, columns: `key String, value String, ${UPDATED}`, version: 'updated', orderBy: 'key' },
 ]);
+
+/**
+ * The KeeperMap table's `keys_limit`: at most three keys per hunt (its lease, the record of
+ * the fire in flight, the record of the last successful fire), so room for 33 000 hunts
+ * (docs/claim-protocol.md#keeper-mode).
+ */
+export const KEEPER_KEYS_LIMIT = 100_000;
+
+/**
+ * `hunt_claim`: Keeper-mode claims (docs/claim-protocol.md#keeper-mode). The Keeper path is
+ * under the server's `keeper_map_path_prefix`, one per data database, so every replica
+ * that creates it shares its keys. Fails where KeeperMap does not work: that is the probe.
+ */
+export function keeperClaimTableDdl(database: string, topology: ResolvedTopology): string {
+  const path = `/dfe_coordination/${database.replace(/[^A-Za-z0-9_-]/g, '')}/${TABLES.claim}`;
+  return (
+    `CREATE TABLE IF NOT EXISTS ${qualifiedTable(database, TABLES.claim)}${onCluster(topology)} ` +
+    `(claim_key String, hunt_id String, fire Int64, owner String, token String, lease_until Int64, claimed DateTime64(3) DEFAULT now64(3)) ` +
+    `ENGINE = KeeperMap('${path}', ${KEEPER_KEYS_LIMIT}) PRIMARY KEY claim_key`
+  );
+}
 
 /** How the tables are created (docs/tables.md#topology). */
 export type ResolvedTopology =

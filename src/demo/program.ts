@@ -12,7 +12,8 @@ import { loadConfig, type AppConfig } from '../config/load.js';
 import { createLogger, type Logger } from '../log.js';
 import { createDemoTables, seedRecentHistory, startEventFeeder } from './demo-data.js';
 import { dueCountSql } from '../coordination/due-sql.js';
-import { applySchema, resolveTopology } from '../coordination/topology.js';
+import { applySchema, coordinationSettings, resolveTopology } from '../coordination/topology.js';
+import { probeAndRecord } from '../coordination/claims/mode.js';
 import type { RunnerMetrics } from '../runner/metrics.js';
 import { startRunner } from '../runner/start.js';
 import { createOtelGaugeTable } from '../pressure/otel-table.js';
@@ -20,10 +21,13 @@ import { DEMO_PRESSURE_SERVICES, startPressureFeeder } from './pressure-feeder.j
 import { startShim } from '../shim/start.js';
 
 const EXAMPLE_HUNTS = fileURLToPath(new URL('../../../examples/hunts', import.meta.url));
+/** testkeeper + KeeperMap in-process, so the demo's runner claims through Keeper (docs/claim-protocol.md#keeper-mode). */
+const EMBEDDED_KEEPER = fileURLToPath(new URL('../../../examples/embedded-keeper.xml', import.meta.url));
 
 /** Demo defaults, each overridable by its environment variable. */
 const DEMO_ENV: Readonly<Record<string, string>> = Object.freeze({
   DFE_HUNTS_DIR: EXAMPLE_HUNTS,
+  DFE_EMBEDDED_CONFIG_FILE: EMBEDDED_KEEPER,
   DFE_HUNT_RUNNER_POLL_SECONDS: '5',
   // The dashboard's load panels move within a minute (the default cycle is 300 s).
   DFE_HUNT_SMOOTHING_CYCLE_SECONDS: '30',
@@ -61,6 +65,8 @@ async function startAll(config: AppConfig, logger: Logger, handle: ClickHouseHan
   const ch = config.clickhouse;
   const topology = await resolveTopology(handle.client, ch);
   await applySchema(handle.client, ch.dataDatabase, topology, { runRetentionDays: ch.runRetentionDays });
+  // As `schema --apply`: probe KeeperMap and record the claim mode the runner follows.
+  await probeAndRecord(handle.client, ch.dataDatabase, topology, coordinationSettings(topology).write);
   await createDemoTables(handle.client, ch.dataDatabase);
   await handle.client.command({ query: `CREATE DATABASE IF NOT EXISTS \`${ch.otelDatabase}\`` });
   await createOtelGaugeTable(handle.client, ch.otelDatabase);
@@ -89,7 +95,7 @@ async function startAll(config: AppConfig, logger: Logger, handle: ClickHouseHan
   process.stdout.write(
     [
       '',
-      `dfe-keda-shim demo: ${handle.target}, hunts from ${config.runner.huntsDir}`,
+      `dfe-keda-shim demo: ${handle.target}, hunts from ${config.runner.huntsDir}, claims: ${runner.claimMode() ?? 'unresolved'}`,
       '',
       `  curl ${base}/keda/hunt-backlog             # due hunts (KEDA AverageValue signal)`,
       `  curl '${base}/keda/pressure?service=${service}&hold=70'   # scaling pressure (Value signal)`,

@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
-import { claimFires, type ClaimOutcome, type ClaimTiming } from '../coordination/claim.js';
+import type { ClaimTiming } from '../coordination/claims/table-claims.js';
+import type { ClaimOutcome, ClaimProtocol, HeldClaim } from '../coordination/claims/protocol.js';
 import type { Coordinator, RunRowCost } from '../coordination/coordinator.js';
 import { executeFire, runSettingKeys } from './statements.js';
 import type { ClaimMetricOutcome, RunnerMetrics, RunOutcome } from './metrics.js';
@@ -39,6 +40,8 @@ export interface TickRecord {
 export interface FireContext {
   readonly runnerId: string;
   readonly coord: Coordinator;
+  /** The claim mode in use (docs/claim-protocol.md): claims, renewals, releases. */
+  readonly claims: ClaimProtocol;
   readonly sessions: SessionPool;
   readonly timing: ClaimTiming;
   readonly clock: Clock;
@@ -73,7 +76,8 @@ export function clickHouseErrorCode(err: unknown): number {
  * own connection, the release over the run's, so a renewal still queued there
  * could otherwise land over the release and hold the hunt for a whole lease.
  */
-function startRenewal(ctx: FireContext, huntId: string, fire: number): () => Promise<void> {
+function startRenewal(ctx: FireContext, held: HeldClaim): () => Promise<void> {
+  const { huntId, fire } = held;
   const everyMs = (ctx.timing.leaseSeconds * 1000) / 3;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
@@ -81,7 +85,7 @@ function startRenewal(ctx: FireContext, huntId: string, fire: number): () => Pro
   const renew = async () => {
     if (stopped || ctx.signal.aborted) return;
     try {
-      await ctx.coord.putLease(huntId, ctx.runnerId, fire, ctx.timing.leaseSeconds);
+      await ctx.claims.renew(held);
     } catch (err) {
       if (!ctx.signal.aborted) ctx.log.warn({ hunt: huntId, fire, err }, 'lease renewal failed');
     }
@@ -108,7 +112,7 @@ function claimed(ctx: FireContext, planned: PlannedRun, outcome: ClaimMetricOutc
  */
 export function claimAndRun(ctx: FireContext, batch: readonly PlannedRun[]): Map<string, Promise<void>> {
   const requests = batch.map((p) => ({ huntId: p.spec.huntId, fire: p.fire }));
-  const claims = claimFires(ctx.coord, ctx.runnerId, requests, ctx.timing).catch((err: unknown) => {
+  const claims = ctx.claims.claim(requests).catch((err: unknown) => {
     if (!ctx.signal.aborted) ctx.log.warn({ hunts: requests.length, err }, 'claim failed; the fires stay owed');
     return new Map<string, ClaimOutcome>();
   });
@@ -145,7 +149,7 @@ async function claimedFire(ctx: FireContext, planned: PlannedRun, claim: ClaimOu
     if (claim.watermark !== null && claim.watermark >= fire) {
       annotate({ 'dfe.claim.outcome': 'already_run' });
       claimed(ctx, planned, 'already_run');
-      await ctx.coord.putLease(spec.huntId, ctx.runnerId, fire, 'release');
+      await ctx.claims.release(claim.held, { succeeded: false, previousFire: claim.watermark });
       return;
     }
     claimed(ctx, planned, 'won');
@@ -153,7 +157,7 @@ async function claimedFire(ctx: FireContext, planned: PlannedRun, claim: ClaimOu
     const bound = effectiveMaxCatchup(planned.intervalSeconds, ctx.maxCatchupSeconds, spec.maxCatchupSeconds);
     const { window, skipped } = boundedRunWindow(fire, claim.watermark, planned.intervalSeconds, bound);
     if (skipped) catchupSkipped(ctx, log, spec.huntId, skipped, window, bound);
-    await runClaimedFire(ctx, planned, window, log, skipped);
+    await runClaimedFire(ctx, planned, claim, window, log, skipped);
   } catch (err) {
     if (!ctx.signal.aborted) log.warn({ err }, 'run could not start or finish; its lease expires on its own');
   }
@@ -176,11 +180,18 @@ function catchupSkipped(ctx: FireContext, log: Logger, huntId: string, skipped: 
  * must not queue behind each other on one connection). Renewals go through the
  * runner's own connection, which never runs a long statement.
  */
-async function runClaimedFire(ctx: FireContext, planned: PlannedRun, window: RunWindow, log: Logger, skipped?: RunWindow): Promise<void> {
+async function runClaimedFire(
+  ctx: FireContext,
+  planned: PlannedRun,
+  claim: Extract<ClaimOutcome, { kind: 'won' }>,
+  window: RunWindow,
+  log: Logger,
+  skipped?: RunWindow,
+): Promise<void> {
   const { spec, fire } = planned;
   const huntId = spec.huntId;
   ctx.metrics.fireLateness.observe(Math.max(0, planned.latenessSeconds));
-  const stopRenewal = startRenewal(ctx, huntId, fire);
+  const stopRenewal = startRenewal(ctx, claim.held);
   const startedMs = ctx.clock.nowMs();
   let session: StatementSession | undefined;
   let finished: FinishedRun | undefined;
@@ -216,7 +227,7 @@ async function runClaimedFire(ctx: FireContext, planned: PlannedRun, window: Run
     // right after the release finds the fire already run.
     if (outcome === 'succeeded') await coord.setWatermark(huntId, fire);
     await stopRenewal();
-    await coord.putLease(huntId, ctx.runnerId, fire, 'release');
+    await ctx.claims.on(own.client).release(claim.held, { succeeded: outcome === 'succeeded', previousFire: claim.watermark });
     // Duration: the summaries' elapsed time where they carry it, else the wall time of the statements.
     const durationMs = Math.round(elapsedMs ?? statementsMs);
     const cost: RunRowCost = { durationMs, cpuUs: 0, memoryBytes, errorCode };

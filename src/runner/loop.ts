@@ -15,6 +15,10 @@ import type { ResolvedTopology } from '../coordination/tables.js';
 import type { SessionPool } from '../clickhouse/sessions.js';
 import type { HuntSpec } from '../schedule/hunt-spec.js';
 import { createRunnerSmoothing, type CycleOutcome, type RunnerSmoothing } from '../smoothing/control/for-runner.js';
+import { resolveClaimMode } from '../coordination/claims/mode.js';
+import { claimProtocol } from '../coordination/claims/index.js';
+import type { ClaimMode, ClaimProtocol } from '../coordination/claims/protocol.js';
+import { DfeError } from '../errors.js';
 
 /** Every ClickHouse call of a runner listens on one signal; many run at once. */
 function abortController(): AbortController {
@@ -65,6 +69,7 @@ export class Runner {
   private needsMaterialise = true;
   private coord: Coordinator | undefined;
   private smoothing: RunnerSmoothing | undefined;
+  private claims: ClaimProtocol | undefined;
   private lastPlan: Promise<CycleOutcome | undefined> = Promise.resolve(undefined);
   private gaugeRefreshedMs = Number.NEGATIVE_INFINITY;
   private readonly inFlight = new Map<string, InFlight>();
@@ -80,6 +85,11 @@ export class Runner {
 
   get huntCount(): number {
     return this.hunts.size;
+  }
+
+  /** The claim mode in use, once resolved (docs/claim-protocol.md#choosing-the-mode). */
+  get claimMode(): ClaimMode | undefined {
+    return this.claims?.mode;
   }
 
   /** Loads the hunts directory; throws only if the directory itself is unreadable. */
@@ -113,7 +123,13 @@ export class Runner {
     const topology = this.deps.topology ?? (await resolveTopology(client, clickhouse));
     const time: CoordinationTime = this.deps.time === 'clock' ? { kind: 'clock', clock: this.deps.clock } : { kind: 'server' };
     const serverTime = new ServerTime(time, this.deps.clock);
-    this.coord = new Coordinator(client, clickhouse.dataDatabase, coordinationSettings(topology), serverTime, this.abort.signal);
+    const settings = coordinationSettings(topology);
+    const mode = await resolveClaimMode(client, clickhouse.dataDatabase, topology, this.deps.settings.claims, settings);
+    const coord = new Coordinator(client, clickhouse.dataDatabase, settings, serverTime, this.abort.signal);
+    this.claims = claimProtocol(mode.mode, coord, this.deps.runnerId, this.claimTiming());
+    this.deps.metrics.claimMode.set({ mode: mode.mode }, 1);
+    this.deps.log.info({ claims: mode.mode, source: mode.source }, `claims: ${mode.mode} (${mode.source})`);
+    this.coord = coord;
     this.smoothing = createRunnerSmoothing({
       client,
       database: clickhouse.dataDatabase,
@@ -143,6 +159,8 @@ export class Runner {
     try {
       await this.materialiseIfNeeded(await this.coordinator());
     } catch (err) {
+      // A claim mode that cannot work here (DFE_COORDINATION_CLAIMS=keeper without KeeperMap) stops the start.
+      if (err instanceof DfeError && err.code === 'CONFIG_INVALID') throw err;
       this.markClickHouse('down', err);
     }
   }
@@ -235,7 +253,8 @@ export class Runner {
     const smoothing = this.smoothing;
     const onRunFinished = async (run: FinishedRun) => smoothing?.afterRun(run.huntId, run.cost.errorCode);
     const maxCatchupSeconds = this.deps.settings.maxCatchupSeconds;
-    const ctx = { runnerId, coord, sessions, timing, clock, metrics, log, events, signal: this.abort.signal, maxCatchupSeconds, onRunStart, onRunFinished };
+    const claims = this.claims ?? claimProtocol('tables', coord, runnerId, timing);
+    const ctx = { runnerId, coord, claims, sessions, timing, clock, metrics, log, events, signal: this.abort.signal, maxCatchupSeconds, onRunStart, onRunFinished };
     const runs = claimAndRun(ctx, batch);
     for (const planned of batch) {
       const huntId = planned.spec.huntId;

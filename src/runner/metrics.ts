@@ -21,6 +21,8 @@ export interface RunnerMetrics {
   readonly fireLateness: Histogram;
   readonly specErrors: Counter;
   readonly catchupSkipped: Counter<'hunt_id'>;
+  /** 1 for the claim mode in use (docs/claim-protocol.md#choosing-the-mode). */
+  readonly claimMode: Gauge<'mode'>;
   readonly smoothing: SmoothingMetrics;
 }
 
@@ -144,6 +146,12 @@ export function createRunnerMetrics(registry = new Registry()): RunnerMetrics {
       name: 'dfe_hunt_catchup_skipped_total',
       help: 'Runs whose window was cut to max_catchup after an outage: older data was skipped (log and hunt_run.skipped_from/_to say which).',
       labelNames: ['hunt_id'] as const,
+      registers,
+    }),
+    claimMode: new Gauge({
+      name: 'dfe_hunt_runner_claim_mode',
+      help: 'The claim mode in use: 1 for keeper (KeeperMap keys) or tables (the table protocol).',
+      labelNames: ['mode'] as const,
       registers,
     }),
     smoothing: smoothingMetrics(registers),

@@ -4,6 +4,7 @@ import type { Logger } from '../log.js';
 import { Coordinator, type DueFire } from '../coordination/coordinator.js';
 import { materialise, materialiseSummary, readSchedule } from '../coordination/materialise.js';
 import { withCoordination } from '../coordination/open.js';
+import { probeAndRecord, type ProbeResult } from '../coordination/claims/mode.js';
 import { schemaDdl } from '../coordination/tables.js';
 import { applySchema } from '../coordination/topology.js';
 import { loadHuntsDir, logHuntSet } from '../schedule/hunt-files.js';
@@ -21,10 +22,13 @@ export function schemaStatements(config: AppConfig): Promise<{ readonly statemen
 }
 
 /** Applies that DDL (each statement idempotent); returns the topology kind and the count. */
-export function applySchemaNow(config: AppConfig): Promise<{ readonly kind: string; readonly count: number }> {
-  return withCoordination(config, async ({ handle, topology }) => {
-    const statements = await applySchema(handle.client, config.clickhouse.dataDatabase, topology, { runRetentionDays: config.clickhouse.runRetentionDays });
-    return { kind: topology.kind, count: statements.length };
+export function applySchemaNow(config: AppConfig): Promise<{ readonly kind: string; readonly count: number; readonly claims: ProbeResult }> {
+  return withCoordination(config, async ({ handle, topology, settings }) => {
+    const database = config.clickhouse.dataDatabase;
+    const statements = await applySchema(handle.client, database, topology, { runRetentionDays: config.clickhouse.runRetentionDays });
+    // Whether KeeperMap works here decides the claim mode `auto` runners follow (docs/claim-protocol.md#choosing-the-mode).
+    const claims = await probeAndRecord(handle.client, database, topology, settings.write);
+    return { kind: topology.kind, count: statements.length, claims };
   });
 }
 

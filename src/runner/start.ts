@@ -12,6 +12,7 @@ import { Runner } from './loop.js';
 import type { CycleOutcome } from '../smoothing/control/for-runner.js';
 import type { ResolvedTopology } from '../coordination/tables.js';
 import { applySchema, resolveTopology } from '../coordination/topology.js';
+import type { ClaimMode } from '../coordination/claims/protocol.js';
 
 /**
  * `startRunner`: the hunt runner as a library, for the CLI and the all-in-one
@@ -51,6 +52,8 @@ export interface RunnerHandle {
   tick(): Promise<TickRecord | undefined>;
   /** The smoothing cycle the last tick started, if any (docs/smoothing.md). */
   lastPlanningCycle(): Promise<CycleOutcome | undefined>;
+  /** The claim mode in use (docs/claim-protocol.md#choosing-the-mode), once resolved. */
+  claimMode(): ClaimMode | undefined;
   /** Resolves when no run is in flight. */
   idle(): Promise<void>;
   /** Stops ticking, waits for in-flight runs to finish and release, closes what it opened. */
@@ -111,7 +114,7 @@ export async function startRunner(options: StartRunnerOptions): Promise<RunnerHa
         live: () => !stopping,
         ready: () => {
           const state = runner.clickhouseState;
-          if (state === 'up') return { ready: true, reason: `ready: ${runner.huntCount} hunt(s)` };
+          if (state === 'up') return { ready: true, reason: `ready: ${runner.huntCount} hunt(s), claims ${runner.claimMode ?? 'unresolved'}` };
           return { ready: false, reason: state === 'down' ? 'ClickHouse unreachable' : 'no tick yet' };
         },
       },
@@ -132,6 +135,7 @@ export async function startRunner(options: StartRunnerOptions): Promise<RunnerHa
     metricsUrl: server?.url,
     tick: () => runner.tick(),
     lastPlanningCycle: () => runner.lastPlanningCycle(),
+    claimMode: () => runner.claimMode,
     idle: () => runner.idle(),
     stop() {
       stopped ??= (async () => {
@@ -196,7 +200,7 @@ export async function startHuntRunner(options: StartHuntRunnerOptions): Promise<
     await handle.close();
     throw err;
   }
-  log.info({ runner: runner.runnerId, target: handle.target, metrics: runner.metricsUrl }, 'hunt runner started');
+  log.info({ runner: runner.runnerId, target: handle.target, metrics: runner.metricsUrl, claims: runner.claimMode() }, 'hunt runner started');
   let closed: Promise<void> | undefined;
   return {
     ...runner,

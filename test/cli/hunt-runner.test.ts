@@ -66,7 +66,7 @@ describe('dfe-hunt-runner CLI', () => {
     for (let i = 0; i < 2; i += 1) {
       const applied = await cli('schema', '--apply');
       expect(applied.code).toBe(0);
-      expect(applied.stdout).toMatch(/schema applied to dfe \(single\): 11 statement\(s\)/);
+      expect(applied.stdout).toMatch(/schema applied to dfe \(single\): 12 statement\(s\)/);
     }
   });
 
@@ -104,7 +104,7 @@ describe('dfe-hunt-runner CLI', () => {
       expect(succeeded).toBe(2);
       expect((await fetch(`${url}/livez`)).status).toBe(200);
       const ready = await fetch(`${url}/readyz`);
-      expect([ready.status, await ready.text()]).toEqual([200, 'ready: 2 hunt(s)\n']);
+      expect([ready.status, await ready.text()]).toEqual([200, 'ready: 2 hunt(s), claims tables\n']);
     } finally {
       child.kill('SIGTERM');
     }

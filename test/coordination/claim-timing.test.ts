@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { claimFires, READ_BACK_MARGIN_MS, type ClaimOutcome } from '../../src/coordination/claim.js';
+import { claimFires, READ_BACK_MARGIN_MS, type ClaimOutcome } from '../../src/coordination/claims/table-claims.js';
 import { Coordinator } from '../../src/coordination/coordinator.js';
 import { applySchema } from '../../src/coordination/topology.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';

@@ -90,7 +90,11 @@ describe('npm start (README "Two commands" and "Curl it")', () => {
     expect(pressure.status).toBe(200);
     expect(await pressure.json()).toMatchObject({ source: 'fresh', value: expect.any(Number) });
     expect((await fetch(`${demo.shim}/readyz`)).status).toBe(200);
-    expect(await (await fetch(`${demo.runner}/metrics`)).text()).toMatch(/^dfe_hunt_backlog /m);
+    const runnerMetrics = await (await fetch(`${demo.runner}/metrics`)).text();
+    expect(runnerMetrics).toMatch(/^dfe_hunt_backlog /m);
+    // The demo claims through Keeper (testkeeper in-process, examples/embedded-keeper.xml).
+    expect(demo.output()).toContain('claims: keeper');
+    expect(runnerMetrics).toMatch(/^dfe_hunt_runner_claim_mode\{mode="keeper"\} 1$/m);
 
     demo.child.kill('SIGTERM');
     const [code] = await once(demo.child, 'exit');

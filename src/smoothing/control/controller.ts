@@ -1,6 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { SmoothingConfig } from '../../config/load.js';
-import { claimFires, type ClaimTiming } from '../../coordination/claim.js';
+import { claimFires, type ClaimTiming } from '../../coordination/claims/table-claims.js';
 import type { Coordinator } from '../../coordination/coordinator.js';
 import { MAX_BACKOFF_FACTOR } from '../../coordination/materialise.js';
 import type { CoordinationSettings } from '../../coordination/topology.js';

@@ -1,6 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { AutoDisableConfig, SmoothingConfig } from '../../config/load.js';
-import type { ClaimTiming } from '../../coordination/claim.js';
+import type { ClaimTiming } from '../../coordination/claims/table-claims.js';
 import type { Coordinator } from '../../coordination/coordinator.js';
 import type { CoordinationSettings } from '../../coordination/topology.js';
 import type { Logger } from '../../log.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readBackVerdict } from '../../../src/coordination/claim.js';
+import { readBackVerdict } from '../../../src/coordination/claims/table-claims.js';
 import { materialiseSummary, planMaterialise, type OffsetSource } from '../../../src/coordination/materialise.js';
 import { compileHuntFile, type HuntSpec } from '../../../src/schedule/hunt-spec.js';
 

@@ -1,8 +1,11 @@
-import type { Clock } from '../clock.js';
-import type { Coordinator, LeaseRow } from './coordinator.js';
+import type { Clock } from '../../clock.js';
+import type { Coordinator, LeaseRow } from '../coordinator.js';
+import type { ClaimProtocol, ClaimOutcome as ProtocolOutcome, ClaimRequest } from './protocol.js';
+
+export type { ClaimRequest } from './protocol.js';
 
 /**
- * The claim protocol (docs/claim-protocol.md#the-claim says why at most one
+ * The table protocol (docs/claim-protocol.md#the-claim says why at most one
  * claim stands, and when a run is exactly-once):
  *
  *   free read → conditional insert → wait → read back the newest lease row.
@@ -34,11 +37,6 @@ export type ClaimOutcome =
   | { readonly kind: 'lost'; readonly holder: LeaseRow | undefined }
   /** Our insert was acknowledged `settle` or more after the free read. */
   | { readonly kind: 'late' };
-
-export interface ClaimRequest {
-  readonly huntId: string;
-  readonly fire: number;
-}
 
 export interface ClaimTiming {
   readonly leaseSeconds: number;
@@ -108,4 +106,24 @@ export async function claimFires(
     outcomes.set(r.huntId, readBackVerdict(seen?.rows ?? [], owner, r.fire, seen?.watermark ?? null));
   }
   return outcomes;
+}
+
+/** The table protocol as a `ClaimProtocol`: leases are rows of hunt_lease (renewal: a fresh row; release: lease_until 0). */
+export function tableClaims(coord: Coordinator, owner: string, timing: ClaimTiming): ClaimProtocol {
+  return {
+    mode: 'tables',
+    async claim(requests) {
+      const outcomes = await claimFires(coord, owner, requests, timing);
+      const out = new Map<string, ProtocolOutcome>();
+      for (const r of requests) {
+        const o = outcomes.get(r.huntId);
+        if (!o) continue;
+        out.set(r.huntId, o.kind === 'won' ? { ...o, held: { huntId: r.huntId, fire: r.fire, token: '' } } : o);
+      }
+      return out;
+    },
+    renew: (held) => coord.putLease(held.huntId, owner, held.fire, timing.leaseSeconds),
+    release: (held) => coord.putLease(held.huntId, owner, held.fire, 'release'),
+    on: (client) => tableClaims(coord.withClient(client), owner, timing),
+  };
 }

@@ -1,0 +1,62 @@
+import { latestFire } from '../schedule/arithmetic.js';
+
+/**
+ * Pure: did a set of runs cover every owed fire exactly once? (`verify-coordination`,
+ * docs/operations.md#verify-coordination.) Input: each hunt's schedule and the rows
+ * its runs wrote; a run covers the fires in its window `(start, end]`.
+ *
+ * Owed fires of a hunt: the scheduled fires after its first run's window start
+ * (before its first run there is no watermark: the first run covers one interval,
+ * docs/hunts.md) up to `endNow`. A hunt that never ran owes every fire after
+ * `startNow`. A fire covered by no window is missed; by two or more, run twice.
+ */
+export interface HuntRuns {
+  readonly huntId: string;
+  readonly intervalSeconds: number;
+  readonly phaseOffset: number;
+  /** The output rows of its runs, any order. */
+  readonly windows: ReadonlyArray<{ readonly start: number; readonly end: number }>;
+}
+
+export interface Coverage {
+  /** Owed fires in all. */
+  readonly owed: number;
+  /** Owed fires that were a run's own fire (the rest were folded into a later run's window). */
+  readonly ownRun: number;
+  readonly missed: number;
+  readonly doubled: number;
+  /** Up to 20 examples, `hunt@fire×covering`. */
+  readonly examples: readonly string[];
+}
+
+export function coverage(hunts: readonly HuntRuns[], startNow: number, endNow: number): Coverage {
+  let owed = 0;
+  let ownRun = 0;
+  let missed = 0;
+  let doubled = 0;
+  const examples: string[] = [];
+  for (const h of hunts) {
+    const windows = [...h.windows].sort((a, b) => a.end - b.end);
+    const lo = windows[0]?.start ?? startNow;
+    const ends = new Set(windows.map((w) => w.end));
+    const first = latestFire(lo, h.intervalSeconds, h.phaseOffset) + h.intervalSeconds;
+    for (let f = first; f <= endNow; f += h.intervalSeconds) {
+      owed += 1;
+      if (ends.has(f)) ownRun += 1;
+      const covering = windows.filter((w) => w.start < f && f <= w.end).length;
+      if (covering === 1) continue;
+      if (covering === 0) missed += 1;
+      else doubled += 1;
+      if (examples.length < 20) examples.push(`${h.huntId}@${f}×${covering}`);
+    }
+  }
+  return { owed, ownRun, missed, doubled, examples };
+}
+
+/** The q-quantile (0–1) of `values` by nearest rank; undefined when empty. */
+export function quantile(values: readonly number[], q: number): number | undefined {
+  if (values.length === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[rank];
+}

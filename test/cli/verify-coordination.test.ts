@@ -1,0 +1,85 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runNode } from '../helpers/run-process.js';
+
+/**
+ * `dfe-hunt-runner verify-coordination` end to end, through the compiled CLI, on the
+ * embedded engine with Keeper (examples/embedded-keeper.xml), in both claim modes:
+ * exit 0 and a report of 0 doubles and 0 misses; bad input exits 2; the scratch
+ * database is dropped unless --keep. One CLI process at a time (one process per
+ * data directory).
+ */
+const ROOT = resolve(import.meta.dirname, '../..');
+const CLI = join(ROOT, 'dist/src/cli/hunt-runner.js');
+const dataDir = mkdtempSync(join(tmpdir(), 'dfe-verify-ch-'));
+
+function env(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('DFE_')) out[key] = value;
+  return { ...out, LOG_LEVEL: 'warn', UV_THREADPOOL_SIZE: '16', DFE_CLICKHOUSE_BACKEND: 'embedded', ...extra };
+}
+
+const verify = (claims: string, ...args: string[]) =>
+  runNode(
+    [CLI, 'verify-coordination', ...args, '--embedded-path', dataDir, '--embedded-config', join(ROOT, 'examples/embedded-keeper.xml'), '--claims', claims],
+    env({ DFE_HUNT_RUNNER_SETTLE_MS: '300' }),
+    300_000,
+  );
+
+beforeAll(() => {
+  const build = spawnSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, encoding: 'utf8' });
+  if (build.status !== 0) console.warn(`tsc -p tsconfig.build.json exited ${build.status}:\n${build.stdout.slice(0, 2000)}`);
+  expect(existsSync(CLI), 'the compiled CLI').toBe(true);
+}, 180_000);
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+function reportOf(stdout: string) {
+  const num = (re: RegExp) => Number(re.exec(stdout)?.[1] ?? Number.NaN);
+  return {
+    owed: num(/fires: (\d+) owed/),
+    doubledOutput: num(/double runs: (\d+) fire\(s\) covered twice/),
+    doubledRuns: num(/, (\d+) fire\(s\) with two succeeded hunt_run rows/),
+    missed: num(/missed fires: (\d+)/),
+    database: /database (dfe_verify_[0-9a-f]+)/.exec(stdout)?.[1],
+  };
+}
+
+describe('dfe-hunt-runner verify-coordination', () => {
+  it('refuses bad counts with exit 2, naming the flag', async () => {
+    const bad = await verify('keeper', '--runners', '0', '--seconds', '5');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--runners must be a whole number ≥ 1, got "0"/);
+  });
+
+  for (const claims of ['keeper', 'tables']) {
+    it(`claims ${claims}: 3 runners, 15 s — exit 0, 0 doubles, 0 misses, the scratch database dropped`, async () => {
+      const r = await verify(claims, '--runners', '3', '--seconds', '15');
+      console.log(r.stdout);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain(`claims ${claims}`);
+      expect(r.stdout).toMatch(/claim latency \(fire → run start\): p50 [\d.]+ s, p99 [\d.]+ s/);
+      expect(r.stdout).toContain('OK: every owed fire ran exactly once');
+      const report = reportOf(r.stdout);
+      expect(report.owed).toBeGreaterThan(20);
+      expect({ doubledOutput: report.doubledOutput, doubledRuns: report.doubledRuns, missed: report.missed }).toEqual({ doubledOutput: 0, doubledRuns: 0, missed: 0 });
+      expect(r.stdout).toContain('(dropped)');
+    }, 320_000);
+  }
+
+  it('--keep keeps the scratch database', async () => {
+    const r = await verify('keeper', '--runners', '2', '--seconds', '5', '--keep');
+    expect(r.code, r.stderr).toBe(0);
+    const { database } = reportOf(r.stdout);
+    expect(r.stdout).toContain('(kept)');
+    // Look with a fresh process: the database is still there.
+    const listed = await runNode(
+      [CLI, 'due', '--embedded-path', dataDir, '--embedded-config', join(ROOT, 'examples/embedded-keeper.xml')],
+      env({ DFE_CLICKHOUSE_DATA_DATABASE: database ?? 'missing' }),
+    );
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toMatch(/\d+ hunt\(s\) due/);
+  }, 320_000);
+});

@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { coverage, quantile } from '../../src/runner/coverage.js';
+
+/** The pure counting of verify-coordination (docs/operations.md#verify-coordination). */
+const hunt = (windows: Array<[number, number]>, intervalSeconds = 10) => ({
+  huntId: 'h',
+  intervalSeconds,
+  phaseOffset: 0,
+  windows: windows.map(([start, end]) => ({ start, end })),
+});
+
+describe('coverage', () => {
+  it('contiguous windows cover each owed fire once; a folded window counts its fires as folded, not missed', () => {
+    const c = coverage([hunt([[90, 100], [100, 110], [110, 130]])], 0, 130);
+    expect(c).toEqual({ owed: 4, ownRun: 3, missed: 0, doubled: 0, examples: [] });
+  });
+
+  it('a gap is a miss; an overlap or a repeated fire is a double', () => {
+    expect(coverage([hunt([[90, 100], [110, 120]])], 0, 120)).toMatchObject({ owed: 3, missed: 1, doubled: 0, examples: ['h@110×0'] });
+    expect(coverage([hunt([[90, 100], [90, 110]])], 0, 110)).toMatchObject({ missed: 0, doubled: 1, examples: ['h@100×2'] });
+    expect(coverage([hunt([[90, 100], [90, 100]])], 0, 100)).toMatchObject({ doubled: 1 });
+  });
+
+  it('fires after the last run up to the end are missed; a hunt that never ran owes every fire after the start', () => {
+    expect(coverage([hunt([[90, 100]])], 0, 120)).toMatchObject({ owed: 3, missed: 2 });
+    expect(coverage([hunt([])], 95, 130)).toMatchObject({ owed: 4, missed: 4 });
+  });
+
+  it('quantile by nearest rank', () => {
+    expect(quantile([], 0.5)).toBeUndefined();
+    expect(quantile([3, 1, 2, 4], 0.5)).toBe(2);
+    expect(quantile([3, 1, 2, 4], 0.99)).toBe(4);
+  });
+});
