@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { coverage, quantile } from '../../src/runner/coverage.js';
+import { coverage, quantile } from '../../../src/runner/coverage.js';
 
 /** The pure counting of verify-coordination (docs/operations.md#verify-coordination). */
 const hunt = (windows: Array<[number, number]>, intervalSeconds = 10) => ({
