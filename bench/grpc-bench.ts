@@ -9,7 +9,7 @@ import { applySchema, coordinationSettings } from '../src/coordination/topology.
 import { latestFire } from '../src/schedule/arithmetic.js';
 import { compileHuntFile } from '../src/schedule/hunt-spec.js';
 import { freePort } from '../test/helpers/ports.js';
-import { scalerClient } from '../test/shim/grpc/client.js';
+import { scalerClient } from '../test/helpers/grpc-client.js';
 import { runLoad, type LoadResult } from './load.js';
 import { goal, int, mb, median, ms, percentile, type BenchLine } from './report.js';
 import { startBenchShim, type BenchShim } from './servers.js';

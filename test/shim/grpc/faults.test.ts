@@ -1,11 +1,11 @@
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../../src/log.js';
-import { startGrpcServer, type RunningGrpc } from '../../../src/shim/grpc/server.js';
+import type { RunningGrpc } from '../../../src/shim/grpc/server.js';
 import { openTestDatabase, type TestDatabase } from '../../helpers/clickhouse.js';
 import { blackHoleServer, refusedPort, type FaultEndpoint } from '../../helpers/faults.js';
-import { compiled, get, makeApp, type AppUnderTest } from '../../helpers/shim.js';
-import { scalerClient, until, type ScalerClient } from './client.js';
+import { compiled, get, type AppUnderTest } from '../../helpers/shim.js';
+import { until, type ScalerClient } from '../../helpers/grpc-client.js';
+import { startGrpcUnderTest, type GrpcUnderTest } from '../../helpers/grpc.js';
 
 /**
  * The fail-safe answers over gRPC, through REAL sockets: the handle's client is
@@ -25,6 +25,7 @@ let current: ClickHouseClient;
 let t: AppUnderTest;
 let grpc: RunningGrpc;
 let client: ScalerClient;
+let g: GrpcUnderTest;
 
 beforeAll(async () => {
   db = await openTestDatabase('grpc_faults');
@@ -48,14 +49,11 @@ beforeAll(async () => {
     compiled('pressure', 'SELECT 80 + length({service:String}) * 0', { params: ['service'], metricType: 'Value', ...deadline }),
     compiled('work', `SELECT count() FROM \`${db.database}\`.backlog`, deadline),
   ];
-  t = await makeApp({ queries, clickhouse });
-  grpc = await startGrpcServer({ ctx: t.app.shim, shim: { host: '127.0.0.1', tls: undefined }, port: 0, checkIntervalMs: 100, logger: silentLogger() });
-  client = scalerClient(grpc.address);
+  g = await startGrpcUnderTest({ queries, clickhouse });
+  ({ t, grpc, client } = g);
 });
 afterAll(async () => {
-  client?.close();
-  await grpc?.close();
-  await t?.app.close();
+  await g?.close();
   await hangingClient?.close();
   await refusedClient?.close();
   await hung?.close();

@@ -1,10 +1,10 @@
 import { credentials } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../../src/log.js';
-import { startGrpcServer, type RunningGrpc } from '../../../src/shim/grpc/server.js';
+import type { RunningGrpc } from '../../../src/shim/grpc/server.js';
 import { openTestDatabase, type TestDatabase } from '../../helpers/clickhouse.js';
-import { compiled, get, makeApp, type AppUnderTest } from '../../helpers/shim.js';
-import { scalerClient, until, type ScalerClient } from './client.js';
+import { compiled } from '../../helpers/shim.js';
+import { scalerClient, until, type ScalerClient } from '../../helpers/grpc-client.js';
+import { startGrpcUnderTest, type GrpcUnderTest } from '../../helpers/grpc.js';
 
 /**
  * Keepalives do not end a stream: the server pings every 100 ms here (30 s in production)
@@ -12,35 +12,26 @@ import { scalerClient, until, type ScalerClient } from './client.js';
  * sent away. Time passes by the shim's own check counter (every 50 ms), not by sleeps.
  */
 let db: TestDatabase;
-let t: AppUnderTest;
 let grpc: RunningGrpc;
 let client: ScalerClient;
+let g: GrpcUnderTest;
 
 beforeAll(async () => {
   db = await openTestDatabase('grpc_keepalive');
-  t = await makeApp({ queries: [compiled('one', 'SELECT 1')], clickhouse: db.handle });
-  grpc = await startGrpcServer({
-    ctx: t.app.shim,
-    shim: { host: '127.0.0.1', tls: undefined },
-    port: 0,
-    checkIntervalMs: 50,
-    logger: silentLogger(),
-    keepaliveTimeMs: 100,
-    keepaliveTimeoutMs: 5_000,
+  g = await startGrpcUnderTest({
+    queries: [compiled('one', 'SELECT 1')],
+    clickhouse: db.handle,
+    server: { checkIntervalMs: 50, keepaliveTimeMs: 100, keepaliveTimeoutMs: 5_000 },
+    client: (address) => scalerClient(address, credentials.createInsecure(), { 'grpc.keepalive_time_ms': 100, 'grpc.keepalive_permit_without_calls': 1 }),
   });
-  client = scalerClient(grpc.address, credentials.createInsecure(), { 'grpc.keepalive_time_ms': 100, 'grpc.keepalive_permit_without_calls': 1 });
+  ({ grpc, client } = g);
 });
 afterAll(async () => {
-  client?.close();
-  await grpc?.close();
-  await t?.app.close();
+  await g?.close();
   await db?.close();
 });
 
-async function checks(): Promise<number> {
-  const text = (await get(t.app, '/metrics')).body.text as string;
-  return Number(/dfe_keda_shim_grpc_stream_checks_total\{outcome="fresh"\} (\d+)/.exec(text)?.[1] ?? 0);
-}
+const checks = () => g.freshChecks();
 
 describe('keepalive pings', () => {
   it('leave an open stream open, both ways', async () => {

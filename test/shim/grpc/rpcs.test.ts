@@ -1,12 +1,11 @@
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../../src/log.js';
-import { startGrpcServer, type RunningGrpc } from '../../../src/shim/grpc/server.js';
 import { openTestDatabase, type TestDatabase } from '../../helpers/clickhouse.js';
 import { promtoolMissing, runPromtool } from '../../monitoring/promtool.js';
-import { compiled, get, makeApp, type AppUnderTest } from '../../helpers/shim.js';
-import { scalerClient, type ScalerClient } from './client.js';
+import { compiled, get, type AppUnderTest } from '../../helpers/shim.js';
+import type { ScalerClient } from '../../helpers/grpc-client.js';
 import { needs } from '../../helpers/requirement.js';
+import { startGrpcUnderTest, type GrpcUnderTest } from '../../helpers/grpc.js';
 
 /**
  * Each RPC of KEDA's external scaler through a real gRPC client on a real
@@ -15,8 +14,8 @@ import { needs } from '../../helpers/requirement.js';
  */
 let db: TestDatabase;
 let t: AppUnderTest;
-let grpc: RunningGrpc;
 let client: ScalerClient;
+let g: GrpcUnderTest;
 
 beforeAll(async () => {
   db = await openTestDatabase('grpc_rpcs');
@@ -25,14 +24,11 @@ beforeAll(async () => {
     compiled('pressure', 'SELECT 80 + length({service:String}) * 0', { params: ['service'], metricType: 'Value' }),
     compiled('half', 'SELECT 2.5'),
   ];
-  t = await makeApp({ queries, clickhouse: db.handle });
-  grpc = await startGrpcServer({ ctx: t.app.shim, shim: { host: '127.0.0.1', tls: undefined }, port: 0, checkIntervalMs: 100, logger: silentLogger() });
-  client = scalerClient(grpc.address);
+  g = await startGrpcUnderTest({ queries, clickhouse: db.handle });
+  ({ t, client } = g);
 });
 afterAll(async () => {
-  client?.close();
-  await grpc?.close();
-  await t?.app.close();
+  await g?.close();
   await db?.close();
 });
 

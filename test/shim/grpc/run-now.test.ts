@@ -10,7 +10,7 @@ import { silentLogger } from '../../../src/log.js';
 import { startShim, type RunningShim } from '../../../src/shim/start.js';
 import { embeddedPathForThisProcess, openTestDatabase, queryRows, type TestDatabase } from '../../helpers/clickhouse.js';
 import { freePort } from '../../helpers/ports.js';
-import { scalerClient, until, type ScalerClient } from './client.js';
+import { scalerClient, until, type ScalerClient } from '../../helpers/grpc-client.js';
 
 /**
  * The whole way, as KEDA's external-push trigger sees it: the shim started as

@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process';
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../../src/log.js';
 import { protoPath } from '../../../src/shim/grpc/proto.js';
-import { startGrpcServer, type RunningGrpc } from '../../../src/shim/grpc/server.js';
+import type { RunningGrpc } from '../../../src/shim/grpc/server.js';
 import { openTestDatabase, type TestDatabase } from '../../helpers/clickhouse.js';
-import { compiled, get, makeApp, type AppUnderTest } from '../../helpers/shim.js';
-import { scalerClient, until, type ActivityStream, type ScalerClient } from './client.js';
+import { compiled, get, type AppUnderTest } from '../../helpers/shim.js';
+import { until, type ActivityStream, type ScalerClient } from '../../helpers/grpc-client.js';
+import { startGrpcUnderTest, type GrpcUnderTest } from '../../helpers/grpc.js';
 
 /**
  * StreamIsActive's shared check on the real engine: many streams of one query
@@ -19,26 +19,21 @@ let db: TestDatabase;
 let t: AppUnderTest;
 let grpc: RunningGrpc;
 let client: ScalerClient;
+let g: GrpcUnderTest;
 const table = () => `\`${db.database}\`.backlog`;
 
 beforeAll(async () => {
   db = await openTestDatabase('grpc_streams');
   await db.handle.client.command({ query: `CREATE TABLE ${table()} (n UInt32) ENGINE = Memory` });
-  t = await makeApp({ queries: [compiled('work', `SELECT count() FROM ${table()}`), compiled('other', 'SELECT 1')], clickhouse: db.handle });
-  grpc = await startGrpcServer({ ctx: t.app.shim, shim: { host: '127.0.0.1', tls: undefined }, port: 0, checkIntervalMs: 100, logger: silentLogger() });
-  client = scalerClient(grpc.address);
+  g = await startGrpcUnderTest({ queries: [compiled('work', `SELECT count() FROM ${table()}`), compiled('other', 'SELECT 1')], clickhouse: db.handle });
+  ({ t, grpc, client } = g);
 });
 afterAll(async () => {
-  client?.close();
-  await grpc?.close();
-  await t?.app.close();
+  await g?.close();
   await db?.close();
 });
 
-async function checks(): Promise<number> {
-  const text = (await get(t.app, '/metrics')).body.text as string;
-  return Number(/dfe_keda_shim_grpc_stream_checks_total\{outcome="fresh"\} (\d+)/.exec(text)?.[1] ?? 0);
-}
+const checks = () => g.freshChecks();
 
 describe('many streams, one check', () => {
   it('groups streams by query and params: one ClickHouse query per check, each stream its own threshold, changes only', async () => {

@@ -8,7 +8,7 @@ import { silentLogger } from '../../../src/log.js';
 import { startGrpcServer, type RunningGrpc } from '../../../src/shim/grpc/server.js';
 import { openTestDatabase, type TestDatabase } from '../../helpers/clickhouse.js';
 import { compiled, makeApp, shimConfig, type AppUnderTest } from '../../helpers/shim.js';
-import { scalerClient } from './client.js';
+import { scalerClient } from '../../helpers/grpc-client.js';
 import { needs } from '../../helpers/requirement.js';
 
 /**

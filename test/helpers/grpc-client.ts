@@ -1,6 +1,6 @@
 import { credentials as channelCredentials, loadPackageDefinition, type ChannelCredentials, type Client, type ClientReadableStream, type GrpcObject, type ServiceClientConstructor, type ServiceError } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import { protoPath } from '../../../src/shim/grpc/proto.js';
+import { protoPath } from '../../src/shim/grpc/proto.js';
 
 /**
  * A real gRPC client of KEDA's external scaler, built from the same .proto
