@@ -117,7 +117,9 @@ export async function verifyCoordination(options: VerifyOptions): Promise<Verify
     const start = async (id: string, events?: RunnerEvents): Promise<RunnerHandle> => {
       const own = await openClickHouse(config.clickhouse);
       handles.push(own);
-      const ownConfig = events ? { ...config, runner: { ...config.runner, cap: 1 } } : config;
+      // Scratch hunts are no fleet to plan: the smoothing controller stays off, so only claims race.
+      const runner = { ...config.runner, smoothing: { ...config.runner.smoothing, mode: 'off' as const } };
+      const ownConfig = { ...config, runner: events ? { ...runner, cap: 1 } : runner };
       return startRunner({ handle: own, config: ownConfig, log, runnerId: id, topology, ...(events ? { events } : {}) });
     };
     for (let i = 0; i < options.runners; i += 1) runners.push(await start(`verify-${i}`, i === 0 && options.kill ? victimEvents : undefined));

@@ -78,6 +78,9 @@ describe('a fleet of runners', () => {
       DFE_HUNT_RUNNER_CAP: '16',
       DFE_HUNT_RUNNER_LEASE_SECONDS: String(LEASE_SECONDS),
       DFE_HUNT_RUNNER_SETTLE_MS: '300',
+      // Claims under load are what this measures; the planner's reads (observe, the default) are
+      // smoothing's own tests' (test/smoothing/observe.test.ts) and would crowd the 2-core engine.
+      DFE_HUNT_SMOOTHING: 'off',
     });
     const startedMs = Date.now();
     const runners: RunnerHandle[] = [];
