@@ -154,6 +154,26 @@ min / median / max, and is judged on the median; \`npm run bench\` exits 1 when 
   adds 100 keys of a query that a proxy stalls (half a body, then silence) to the 1 000.
 - **distinct parameter values**: RSS of the bench process (shim and embedded engine together)
   after the first 10 000 values and after all 100 000; the cache's LRU bound is 10 000 keys.
+- **key flood** (bench/key-flood-bench.ts): the compiled shim as its own process in server mode,
+  its ClickHouse a loopback HTTP listener that runs each query on the embedded engine in the
+  bench process (bench/embedded-front.ts), so the RSS is the shim's alone; run once with the
+  heap flags the image derives from the chart's memory limit and once with Node's defaults. The
+  first 12 000 keys go 24 at once, then the rest 500 at once; RSS from /proc every 200 ms (see
+  [Memory under a key flood](#memory-under-a-key-flood)).
+- **gRPC run-now → StreamIsActive** (bench/grpc-bench.ts): the shim with
+  \`DFE_KEDA_SHIM_GRPC_PORT\` and the production check interval (1 s), the built-in \`backlog\`
+  query on the embedded engine; a stream on \`query: backlog\`, then per trial a random wait
+  within one check interval, a run-now row written as \`dfe-hunt-runner run-now\` writes it,
+  and the time until the stream says \`true\`. The metrics-api figure is arithmetic: the next
+  poll comes on average half a \`pollingInterval\` later.
+- **gRPC GetMetrics on a cached value**: HTTP from autocannon and gRPC from a lean generator
+  (Node's http2 client sending gRPC frames), both in a worker thread, interleaved, plus a bare
+  @grpc/grpc-js server answering a constant in the same rounds: that bare library server alone
+  answers a tenth to a quarter of Fastify's rate on this machine, so the ratio to it says what
+  the shim adds. KEDA calls \`GetMetrics\` about once per ScaledObject per \`pollingInterval\`.
+- **1 000 open streams**: held by a child process (10 channels × 100 streams, 10 distinct
+  values of the query's one parameter); ClickHouse queries are the shim's own counter over 10 s
+  once every stream had its first message; killing the child must free every stream.
 - **runner**: \`startRunner\` with the loop driven by the bench; round trips are calls on the
   coordination client (hunt statements run on their own sessions); lateness is the ClickHouse
   clock at the planning tick minus the fire, over won claims.
@@ -199,5 +219,17 @@ extra, and each is gone:
   "answered" line's hook exists only when the level is \`debug\`;
 - the key: the sorted declared-parameter names (and the whole key of a query without
   parameters) are built once per compiled query, not per request.
+
+## Memory under a key flood
+
+The last-good cache at its 10 000-key bound holds about 4 MiB of heap and the failure-log
+throttle (one timestamp per key, same bound) about 2.6 MiB; the status board and the metric
+series are per catalogue query, not per key. What grows under a flood is V8's heap: Node's
+default limits are sized for the machine, not the pod, so the old space is collected late and
+the young generation keeps large semi-spaces. The image's launcher (scripts/image/dfe-keda-shim
+→ node-heap) reads the container's cgroup memory limit at start and passes
+\`--max-old-space-size\` = half of it and \`--max-semi-space-size\` = a 64th (2–16 MiB);
+\`kedaShim.heapMaxMiB\` (\`DFE_NODE_HEAP_MAX_MIB\`) sets the old space when the limit is not
+visible. The key-flood figure above shows both.
 `;
 }
