@@ -10,7 +10,7 @@ import { ServerTime } from '../../src/coordination/server-clock.js';
 import { TABLES } from '../../src/coordination/tables.js';
 import { applySchema } from '../../src/coordination/topology.js';
 import { queryRows, type TestDatabase } from '../helpers/clickhouse.js';
-import { openKeeperDatabase } from './keeper-fixture.js';
+import { openKeeperDatabase } from '../helpers/keeper.js';
 
 /**
  * Keeper-mode claims (docs/claim-protocol.md#keeper-mode) on the embedded engine with

@@ -41,16 +41,21 @@ export function uniqueDatabaseName(prefix = 't'): string {
 
 export async function openTestDatabase(prefix = 't'): Promise<TestDatabase> {
   const database = uniqueDatabaseName(prefix);
-  const config = testClickHouseConfig(database);
+  return openDatabase(database, testClickHouseConfig(database));
+}
+
+/** Opens `config`, creates `database` in it; `close` drops it (`SYNC`: KeeperMap tables let go of their Keeper paths first). */
+export async function openDatabase(database: string, config: ClickHouseConfig, options: { readonly dropSync?: boolean } = {}): Promise<TestDatabase> {
   const handle = await openClickHouse(config);
   await handle.client.command({ query: `CREATE DATABASE IF NOT EXISTS \`${database}\`` });
+  const drop = `DROP DATABASE IF EXISTS \`${database}\`${options.dropSync ? ' SYNC' : ''}`;
   return {
     handle,
     database,
     config,
     async close() {
       try {
-        await handle.client.command({ query: `DROP DATABASE IF EXISTS \`${database}\`` });
+        await handle.client.command({ query: drop });
       } finally {
         await handle.close();
       }

@@ -1,3 +1,4 @@
+import type { ClickHouseClient } from '@clickhouse/client';
 import { Agent as HttpAgent, createServer as createHttpServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type Server, type Socket } from 'node:net';
 import { freePort } from './ports.js';
@@ -390,4 +391,31 @@ function portOf(server: Server): number {
   const address = server.address();
   if (address === null || typeof address === 'string') throw new Error('fault server has no TCP address');
   return address.port;
+}
+
+/**
+ * A server-backend handle whose client a test swaps between the real engine and a
+ * faulty endpoint (hung, refused, answering garbage); nothing runs after a failed query,
+ * as on a server.
+ */
+export interface SwappableHandle {
+  readonly handle: { readonly backend: 'server'; readonly target: string; readonly afterQueryError: () => Promise<void>; readonly client: ClickHouseClient };
+  use(client: ClickHouseClient): void;
+}
+
+export function swappableServerHandle(initial: ClickHouseClient): SwappableHandle {
+  let current = initial;
+  return {
+    handle: {
+      backend: 'server',
+      target: 'http://127.0.0.1',
+      afterQueryError: async () => undefined,
+      get client() {
+        return current;
+      },
+    },
+    use(client) {
+      current = client;
+    },
+  };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { formatVerifyReport, verifyCoordination, type VerifyReport } from '../../src/runner/verify-coordination.js';
-import { keeperEnv } from '../coordination/keeper-fixture.js';
+import { keeperEnv } from '../helpers/keeper.js';
 import { needs } from '../helpers/requirement.js';
 
 /**

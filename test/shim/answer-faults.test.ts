@@ -2,7 +2,7 @@ import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickh
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
-import { malformedServer, type FaultEndpoint, type MalformedKind } from '../helpers/faults.js';
+import { malformedServer, swappableServerHandle, type FaultEndpoint, type MalformedKind, type SwappableHandle } from '../helpers/faults.js';
 import { compiled, get, makeApp, type AppUnderTest } from '../helpers/shim.js';
 
 /**
@@ -15,7 +15,7 @@ import { compiled, get, makeApp, type AppUnderTest } from '../helpers/shim.js';
  */
 let db: TestDatabase;
 let t: AppUnderTest;
-let current: ClickHouseClient;
+let swap: SwappableHandle;
 const clock = new ManualClock(7_000_000);
 const faults = new Map<MalformedKind, { endpoint: FaultEndpoint; client: ClickHouseClient }>();
 
@@ -34,16 +34,8 @@ beforeAll(async () => {
     const endpoint = await malformedServer(kind);
     faults.set(kind, { endpoint, client: createClient({ url: endpoint.url, log: { level: ClickHouseLogLevel.OFF } }) });
   }
-  current = db.handle.client;
-  const clickhouse = {
-    backend: 'server' as const,
-    target: 'http://127.0.0.1',
-    // As on a server: nothing after a failed query.
-    afterQueryError: async () => undefined,
-    get client() {
-      return current;
-    },
-  };
+  swap = swappableServerHandle(db.handle.client);
+  const clickhouse = swap.handle;
   const databaseSql = (sql: string) => sql.replace('__DB__', `\`${db.database}\``);
   const queries = [
     compiled('count', 'SELECT 0 AS a, count() AS value FROM numbers({n:UInt32})', { params: ['n'], resultField: 'value', deadlineMs: 2_000, timeoutSeconds: 5, coldHold: 4 }),
@@ -67,10 +59,10 @@ const failsafeCount = async (query: string, reason: string) =>
 
 describe('a 200 that is not a usable result (fault servers on real sockets)', () => {
   it.each(KINDS)('%s: the last good value holds, counted as %s, never cached', async (kind, reason) => {
-    current = db.handle.client;
+    swap.use(db.handle.client);
     expect((await get(t.app, '/q/count?n=12')).body).toEqual({ value: 12, source: 'fresh', age_seconds: 0 });
     const before = await failsafeCount('count', reason);
-    current = faults.get(kind)!.client;
+    swap.use(faults.get(kind)!.client);
     clock.advance(1_000);
     expect((await get(t.app, '/q/count?n=12')).body).toEqual({ value: 12, source: 'last_good', age_seconds: 1 });
     // A cold key gets cold_hold, not a "fresh" 0 or a digit of something.
@@ -80,14 +72,14 @@ describe('a 200 that is not a usable result (fault servers on real sockets)', ()
     expect(status.queries.count.last_error.reason).toBe(reason);
     expect(faults.get(kind)!.endpoint.hits()).toBeGreaterThan(0);
     // Back to the real engine: the cache still held 12 (the failure did not overwrite it).
-    current = db.handle.client;
+    swap.use(db.handle.client);
     clock.advance(1_000);
   });
 });
 
 describe('the servable range (|value| × 1000 < 2^63), on the real engine', () => {
   it('a result KEDA cannot carry is a failure: last good holds, never 0, never null', async () => {
-    current = db.handle.client;
+    swap.use(db.handle.client);
     const table = `\`${db.database}\`.big_values`;
     await db.handle.client.command({ query: `CREATE TABLE ${table} (value Float64) ENGINE = Memory` });
     const set = async (v: number) => {

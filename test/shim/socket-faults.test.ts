@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { compiled, get, makeApp, type AppUnderTest } from '../helpers/shim.js';
+import { swappableServerHandle, type SwappableHandle } from '../helpers/faults.js';
 
 /**
  * Deadline and failure behaviour through REAL sockets: a server-backend client
@@ -19,7 +20,7 @@ let hangingClient: ClickHouseClient;
 let refusedClient: ClickHouseClient;
 let t: AppUnderTest;
 const clock = new ManualClock(5_000_000);
-let current: ClickHouseClient;
+let swap: SwappableHandle;
 
 function listen(server: Server): Promise<number> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
@@ -34,16 +35,8 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => probe.close(() => resolve()));
   hangingClient = createClient({ url: `http://127.0.0.1:${hangingPort}`, request_timeout: 30_000 });
   refusedClient = createClient({ url: `http://127.0.0.1:${refusedPort}` });
-  current = db.handle.client;
-  const clickhouse = {
-    backend: 'server' as const,
-    target: 'http://127.0.0.1',
-    // As on a server: nothing after a failed query.
-    afterQueryError: async () => undefined,
-    get client() {
-      return current;
-    },
-  };
+  swap = swappableServerHandle(db.handle.client);
+  const clickhouse = swap.handle;
   const queries = [
     compiled('count', 'SELECT count() FROM numbers({n:UInt32})', { params: ['n'], deadlineMs: 1_000, timeoutSeconds: 2, coldHold: 4 }),
     compiled('pressure', 'SELECT 80 + length({service:String}) * 0', {
@@ -68,9 +61,9 @@ const metricsText = async () => (await get(t.app, '/metrics')).body.text as stri
 
 describe('a ClickHouse that accepts and never answers', () => {
   it('answers cold_hold by the deadline on a cold key, last_good on a warm one', async () => {
-    current = db.handle.client;
+    swap.use(db.handle.client);
     expect((await get(t.app, '/q/count?n=12')).body).toEqual({ value: 12, source: 'fresh', age_seconds: 0 });
-    current = hangingClient;
+    swap.use(hangingClient);
     clock.advance(3_000);
     expect(await get(t.app, '/q/count?n=12')).toMatchObject({ status: 200, body: { value: 12, source: 'last_good', age_seconds: 3 } });
     expect(await get(t.app, '/q/count?n=99')).toMatchObject({ status: 200, body: { value: 4, source: 'cold_hold' } });
@@ -83,9 +76,9 @@ describe('a ClickHouse that accepts and never answers', () => {
   });
 
   it('a Value query answers the hold target, or last-good without one', async () => {
-    current = db.handle.client;
+    swap.use(db.handle.client);
     expect((await get(t.app, '/keda/pressure?service=a')).body).toMatchObject({ value: 80, source: 'fresh' });
-    current = hangingClient;
+    swap.use(hangingClient);
     expect((await get(t.app, '/keda/pressure?service=a&hold=70')).body).toEqual({ value: 70, source: 'hold', age_seconds: 0 });
     expect((await get(t.app, '/keda/pressure?service=a')).body).toMatchObject({ value: 80, source: 'last_good' });
     expect((await get(t.app, '/keda/pressure?service=b&hold=70')).body).toMatchObject({ value: 70, source: 'hold' });
@@ -95,9 +88,9 @@ describe('a ClickHouse that accepts and never answers', () => {
 
 describe('a refused port', () => {
   it('fails fast into last_good / cold_hold, recorded as an error', async () => {
-    current = db.handle.client;
+    swap.use(db.handle.client);
     expect((await get(t.app, '/q/count?n=7')).body).toMatchObject({ value: 7, source: 'fresh' });
-    current = refusedClient;
+    swap.use(refusedClient);
     expect((await get(t.app, '/q/count?n=7')).body).toMatchObject({ value: 7, source: 'last_good' });
     expect((await get(t.app, '/q/count?n=8')).body).toMatchObject({ value: 4, source: 'cold_hold' });
     const status = (await get(t.app, '/status')).body as { queries: { count: { last_error: { reason: string; message: string } } } };

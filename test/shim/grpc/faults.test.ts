@@ -2,7 +2,7 @@ import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickh
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningGrpc } from '../../../src/shim/grpc/server.js';
 import { openTestDatabase, type TestDatabase } from '../../helpers/clickhouse.js';
-import { blackHoleServer, refusedPort, type FaultEndpoint } from '../../helpers/faults.js';
+import { blackHoleServer, refusedPort, swappableServerHandle, type FaultEndpoint, type SwappableHandle } from '../../helpers/faults.js';
 import { compiled, get, type AppUnderTest } from '../../helpers/shim.js';
 import { until, type ScalerClient } from '../../helpers/grpc-client.js';
 import { startGrpcUnderTest, type GrpcUnderTest } from '../../helpers/grpc.js';
@@ -21,7 +21,7 @@ let hung: FaultEndpoint;
 let broken: FaultEndpoint;
 let hangingClient: ClickHouseClient;
 let refusedClient: ClickHouseClient;
-let current: ClickHouseClient;
+let swap: SwappableHandle;
 let t: AppUnderTest;
 let grpc: RunningGrpc;
 let client: ScalerClient;
@@ -34,15 +34,8 @@ beforeAll(async () => {
   broken = await refusedPort();
   hangingClient = createClient({ url: hung.url, request_timeout: 30_000, log: { level: ClickHouseLogLevel.OFF } });
   refusedClient = createClient({ url: broken.url, log: { level: ClickHouseLogLevel.OFF } });
-  current = db.handle.client;
-  const clickhouse = {
-    backend: 'server' as const,
-    target: 'http://127.0.0.1',
-    afterQueryError: async () => undefined,
-    get client() {
-      return current;
-    },
-  };
+  swap = swappableServerHandle(db.handle.client);
+  const clickhouse = swap.handle;
   const deadline = { deadlineMs: 1_000, timeoutSeconds: 2 };
   const queries = [
     compiled('count', 'SELECT count() FROM numbers({n:UInt32})', { params: ['n'], coldHold: 4, ...deadline }),
@@ -74,10 +67,10 @@ for (const [kind, pick, reason] of [
 ] as const) {
   describe(`a ${kind} ClickHouse`, () => {
     it('GetMetrics and IsActive answer last_good on a warm key, cold_hold on a cold one, hold for a Value query', async () => {
-      current = db.handle.client;
+      swap.use(db.handle.client);
       expect((await client.getMetrics({ query: 'count', n: '12' })).metricValues[0]?.metricValueFloat).toBe(12);
       expect((await client.getMetrics({ query: 'pressure', service: 'a' })).metricValues[0]?.metricValueFloat).toBe(80);
-      current = pick();
+      swap.use(pick());
       expect((await client.getMetrics({ query: 'count', n: '12' })).metricValues[0]?.metricValueFloat).toBe(12);
       expect((await client.getMetrics({ query: 'count', n: '99' })).metricValues[0]?.metricValueFloat).toBe(4);
       expect((await client.getMetrics({ query: 'pressure', service: 'a', hold: '70' })).metricValues[0]?.metricValueFloat).toBe(70);
@@ -85,14 +78,14 @@ for (const [kind, pick, reason] of [
       expect(await client.getMetricSpec({ query: 'count', n: '12', targetValue: '3' })).toMatchObject({ metricSpecs: [{ targetSizeFloat: 3 }] });
       // Answered by the fail-safe path for that reason (hung: at deadline_ms, not at the query's timeout).
       expect(await metricsText()).toMatch(new RegExp(`failsafe_answers_total\\{query="count",reason="${reason}"\\} [1-9]`));
-      current = db.handle.client;
+      swap.use(db.handle.client);
     });
   });
 }
 
 describe('a StreamIsActive stream through an outage', () => {
   it('sends its state, stays quiet (no message, no error) while ClickHouse fails, and sends the change after', async () => {
-    current = db.handle.client;
+    swap.use(db.handle.client);
     const stream = client.streamIsActive({ query: 'work' });
     await until(() => stream.messages.length === 1, 'the first state');
     expect(stream.messages).toEqual([false]);
@@ -100,13 +93,13 @@ describe('a StreamIsActive stream through an outage', () => {
     const held = /dfe_keda_shim_grpc_stream_checks_total\{outcome="held"\} (\d+)/;
     for (const outage of [hangingClient, refusedClient]) {
       const before = await counter(held);
-      current = outage;
+      swap.use(outage);
       // Several checks fail (the hung ones only by the deadline); the stream neither hears nor ends.
       await until(async () => (await counter(held)) >= before + 3, 'three held checks', 60_000);
       expect(stream.messages).toEqual([false]);
       expect(stream.ended).toBeUndefined();
     }
-    current = db.handle.client;
+    swap.use(db.handle.client);
     await db.handle.client.command({ query: `INSERT INTO \`${db.database}\`.backlog VALUES (1)` });
     await until(() => stream.messages.length === 2, 'the change');
     expect(stream.messages).toEqual([false, true]);

@@ -1,7 +1,6 @@
 import { resolve } from 'node:path';
-import { openClickHouse, type ClickHouseHandle } from '../../src/clickhouse/client.js';
 import { loadConfig, type ClickHouseConfig } from '../../src/config/load.js';
-import { embeddedPathForThisProcess, uniqueDatabaseName, type TestDatabase } from '../helpers/clickhouse.js';
+import { embeddedPathForThisProcess, openDatabase, uniqueDatabaseName, type TestDatabase } from './clickhouse.js';
 
 /**
  * The embedded engine with the shipped Keeper config (examples/embedded-keeper.xml:
@@ -29,19 +28,5 @@ export function keeperClickHouseConfig(database: string): ClickHouseConfig {
 
 export async function openKeeperDatabase(prefix: string): Promise<TestDatabase> {
   const database = uniqueDatabaseName(prefix);
-  const config = keeperClickHouseConfig(database);
-  const handle: ClickHouseHandle = await openClickHouse(config);
-  await handle.client.command({ query: `CREATE DATABASE IF NOT EXISTS \`${database}\`` });
-  return {
-    handle,
-    database,
-    config,
-    async close() {
-      try {
-        await handle.client.command({ query: `DROP DATABASE IF EXISTS \`${database}\` SYNC` });
-      } finally {
-        await handle.close();
-      }
-    },
-  };
+  return openDatabase(database, keeperClickHouseConfig(database), { dropSync: true });
 }
