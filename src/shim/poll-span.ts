@@ -9,7 +9,7 @@ import { failSpan, startServerSpan, withSpan, type Span } from '../telemetry/tra
  * route's handler: a sampled poll's span is current while the handler runs,
  * so the cache decision (answer-trace.ts) and the ClickHouse query's span land
  * on it; app.ts's onSend hook ends it (endPollSpan). An unsampled poll (99 % by
- * default) costs one sampling decision: no span is made current, and its query
+ * default) costs one random draw (trace.ts): no span is made, and its query
  * gets no span, as a parent-based sampler would decide anyway. No hook of its
  * own: a hook runs on every request, sampled or not.
  *

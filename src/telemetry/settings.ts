@@ -44,6 +44,32 @@ export interface TracingSettings {
  */
 export const DEFAULT_SAMPLER: SamplerSettings = Object.freeze({ name: 'parentbased_traceidratio', ratio: 0.01 });
 
+/**
+ * Whether a new root span is sampled (a poll: KEDA sends no `traceparent`; a
+ * hunt run), decided by trace.ts before any span object or trace id is made,
+ * so the 99 % of polls that are not sampled cost one random draw
+ * (docs/operations.md#traces). Same odds as the SDK's trace-id ratio sampler
+ * for a fresh trace id; spans with a parent are still decided by the SDK
+ * (start.ts). `random` is injectable for tests.
+ */
+export function rootSampling(sampler: SamplerSettings, random: () => number = Math.random): () => boolean {
+  switch (sampler.name) {
+    case 'always_on':
+    case 'parentbased_always_on':
+      return () => true;
+    case 'always_off':
+    case 'parentbased_always_off':
+      return () => false;
+    case 'traceidratio':
+    case 'parentbased_traceidratio': {
+      const { ratio } = sampler;
+      if (ratio >= 1) return () => true;
+      if (ratio <= 0) return () => false;
+      return () => random() < ratio;
+    }
+  }
+}
+
 /** The OTLP/HTTP path of traces under OTEL_EXPORTER_OTLP_ENDPOINT (the OTLP exporter spec). */
 const TRACES_PATH = 'v1/traces';
 

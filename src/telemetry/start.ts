@@ -1,5 +1,5 @@
 import type { Logger } from '../log.js';
-import { tracingSettings, type SamplerSettings, type TracingSettings } from './settings.js';
+import { rootSampling, tracingSettings, type SamplerSettings, type TracingSettings } from './settings.js';
 import { syncContextManager } from './sync-context.js';
 import { setTraceApi } from './trace.js';
 
@@ -67,13 +67,13 @@ export async function startTelemetry(options: StartTelemetryOptions): Promise<Te
     .merge(resources.resourceFromAttributes(named));
   const provider = new sdk.NodeTracerProvider({
     resource,
-    sampler: sampler(sdk, settings.sampler),
+    sampler: withRootsDecided(api, sdk, configuredSampler(sdk, settings.sampler)),
     // OTEL_BSP_* (queue size, delay, batch size) are read by the processor itself.
     spanProcessors: [new sdk.BatchSpanProcessor(new exporter.OTLPTraceExporter({ url: settings.tracesUrl }))],
   });
   const contextManager = options.context === 'sync' ? syncContextManager(api.ROOT_CONTEXT) : undefined;
   provider.register({ propagator: new core.W3CTraceContextPropagator(), ...(contextManager ? { contextManager } : {}) });
-  setTraceApi({ api, tracer: provider.getTracer('dfe-keda-shim') });
+  setTraceApi({ api, tracer: provider.getTracer('dfe-keda-shim'), sampleRoot: rootSampling(settings.sampler) });
   let stopped: Promise<void> | undefined;
   const running: Telemetry = {
     settings,
@@ -95,7 +95,31 @@ export async function startTelemetry(options: StartTelemetryOptions): Promise<Te
   return running;
 }
 
-function sampler(sdk: typeof import('@opentelemetry/sdk-trace-node'), settings: SamplerSettings) {
+type Sdk = typeof import('@opentelemetry/sdk-trace-node');
+type Sampler = import('@opentelemetry/sdk-trace-node').Sampler;
+
+/**
+ * The SDK's sampler: a root reaches the SDK only when trace.ts has already
+ * sampled it (settings.ts rootSampling), so it is recorded; a span under a
+ * span of this process follows its parent, so a sampled poll keeps its
+ * ClickHouse span; under a caller's `traceparent`, the configured sampler
+ * decides (parent-based: the caller's flag).
+ */
+function withRootsDecided(api: typeof import('@opentelemetry/api'), sdk: Sdk, configured: Sampler): Sampler {
+  const sampled = { decision: sdk.SamplingDecision.RECORD_AND_SAMPLED };
+  const dropped = { decision: sdk.SamplingDecision.NOT_RECORD };
+  return {
+    shouldSample(context, traceId, name, kind, attributes, links) {
+      const parent = api.trace.getSpanContext(context);
+      if (parent === undefined || !api.isSpanContextValid(parent)) return sampled;
+      if (parent.isRemote !== true) return (parent.traceFlags & api.TraceFlags.SAMPLED) === 0 ? dropped : sampled;
+      return configured.shouldSample(context, traceId, name, kind, attributes, links);
+    },
+    toString: () => `RootsDecidedByDfe{parented=${configured.toString()}}`,
+  };
+}
+
+function configuredSampler(sdk: Sdk, settings: SamplerSettings): Sampler {
   switch (settings.name) {
     case 'always_on':
       return new sdk.AlwaysOnSampler();

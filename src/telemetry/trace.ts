@@ -21,6 +21,12 @@ export interface TraceApi {
 interface Active {
   readonly api: TraceApi;
   readonly tracer: import('@opentelemetry/api').Tracer;
+  /**
+   * Whether a new root span is sampled (settings.ts rootSampling): asked before
+   * a root is made, so an unsampled one is never made at all. The SDK's own
+   * sampler then takes every root it is given (start.ts).
+   */
+  readonly sampleRoot: () => boolean;
 }
 
 let active: Active | undefined;
@@ -40,10 +46,24 @@ function kindOf(api: TraceApi, kind: Kind): SpanKind {
   return kind === 'server' ? api.SpanKind.SERVER : kind === 'client' ? api.SpanKind.CLIENT : api.SpanKind.INTERNAL;
 }
 
-/** A span under the current one (a root span when there is none); undefined when tracing is off. */
+/**
+ * Whether a span under `parent` may be made: always under a parent span (the
+ * SDK decides), else only when the root is sampled. An unsampled root is no
+ * span at all: no trace id, no object, nothing made current.
+ */
+function admits(current: Active, parent: Context): boolean {
+  return current.api.trace.getSpan(parent) !== undefined || current.sampleRoot();
+}
+
+/**
+ * A span under the current one (a root span when there is none); undefined
+ * when tracing is off or a root is not sampled.
+ */
 export function startSpan(name: string, kind: Kind, attributes: Attributes): Span | undefined {
   if (active === undefined) return undefined;
-  return active.tracer.startSpan(name, { kind: kindOf(active.api, kind), attributes });
+  const parent = active.api.context.active();
+  if (!admits(active, parent)) return undefined;
+  return active.tracer.startSpan(name, { kind: kindOf(active.api, kind), attributes }, parent);
 }
 
 /**
@@ -58,12 +78,14 @@ export function startChildSpan(name: string, kind: Kind, attributes: Attributes)
 
 /**
  * The server span of an incoming request: the child of the caller's W3C
- * `traceparent` when it sent one (KEDA does not), else a root.
+ * `traceparent` when it sent one (KEDA does not), else a root, made only when
+ * sampled (undefined otherwise).
  */
 export function startServerSpan(name: string, attributes: Attributes, headers: Readonly<Record<string, unknown>>): Span | undefined {
   if (active === undefined) return undefined;
   const { api, tracer } = active;
   const parent = headers.traceparent === undefined ? api.context.active() : api.propagation.extract(api.context.active(), headers);
+  if (!admits(active, parent)) return undefined;
   return tracer.startSpan(name, { kind: api.SpanKind.SERVER, attributes }, parent);
 }
 

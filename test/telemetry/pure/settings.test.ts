@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DfeError } from '../../src/errors.js';
-import { DEFAULT_SAMPLER, tracingSettings } from '../../src/telemetry/settings.js';
+import { DfeError } from '../../../src/errors.js';
+import { DEFAULT_SAMPLER, rootSampling, tracingSettings } from '../../../src/telemetry/settings.js';
 
 /** OTEL_* → tracing settings (docs/operations.md#traces): off without an endpoint, a bad value names its variable. */
 const ENDPOINT = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' };
@@ -56,5 +56,24 @@ describe('tracing settings', () => {
     expect(err.code).toBe('CONFIG_INVALID');
     expect(err.key).toBe(key);
     expect(err.message).toContain(`${key}=${JSON.stringify(value)}`);
+  });
+
+  it('decide a root before any span is made: one draw against the ratio, fixed answers for the always_* samplers', () => {
+    const draws = [0.004, 0.0099, 0.01, 0.5, 0.99];
+    const sequence = () => {
+      let i = 0;
+      return () => draws[i++ % draws.length]!;
+    };
+    const onePercent = rootSampling({ name: 'parentbased_traceidratio', ratio: 0.01 }, sequence());
+    expect(draws.map(() => onePercent())).toEqual([true, true, false, false, false]);
+    const half = rootSampling({ name: 'traceidratio', ratio: 0.5 }, sequence());
+    expect(draws.map(() => half())).toEqual([true, true, true, false, false]);
+    const never = () => {
+      throw new Error('no draw for a fixed answer');
+    };
+    for (const name of ['always_on', 'parentbased_always_on'] as const) expect(rootSampling({ name, ratio: 0 }, never)()).toBe(true);
+    for (const name of ['always_off', 'parentbased_always_off'] as const) expect(rootSampling({ name, ratio: 1 }, never)()).toBe(false);
+    expect(rootSampling({ name: 'traceidratio', ratio: 1 }, never)()).toBe(true);
+    expect(rootSampling({ name: 'parentbased_traceidratio', ratio: 0 }, never)()).toBe(false);
   });
 });
