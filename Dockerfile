@@ -37,6 +37,11 @@ COPY package.json package-lock.json ./
 RUN npm install --omit=dev --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force \
  && test ! -e node_modules/chdb
+# Files Node never loads at run time, about half of node_modules: source maps, type declarations
+# and TypeScript sources, markdown. Licence and notice files stay. (The production-install test
+# runs both programs, traced, from the pruned tree; the bench measures it: docs/performance.md.)
+RUN find node_modules -type f \( -name '*.map' -o -name '*.ts' -o -name '*.mts' -o -name '*.cts' -o -name '*.md' \) \
+      ! -iname 'licen[cs]e*' ! -iname 'notice*' -delete
 
 COPY --from=build /src/dist/src ./dist/src
 COPY queries ./queries

@@ -127,8 +127,10 @@ min / median / max, and is judged on the median; \`npm run bench\` exits 1 when 
   V8 grows its heap for a while and then holds it, so *flat* means the second half of the run
   sets no peak above the first half's (+5 MB); CPU is the process's user + system time over the
   run, in millicores. *Install*: \`package.json\` and \`package-lock.json\` in a temp dir,
-  \`npm install --omit=dev --ignore-scripts\` as the image does, plus the package's own files;
-  bytes of files and \`du\` (whole blocks). The chart's default requests and limits
+  \`npm install --omit=dev --ignore-scripts\` as the image does, then the Dockerfile's own
+  \`RUN find node_modules … -delete\` (source maps, type declarations, TypeScript sources and
+  markdown: files Node never loads; licences stay), plus the package's own files; bytes of
+  files and \`du\` (whole blocks), with node_modules before the prune beside it. The chart's default requests and limits
   (charts/dfe-keda-shim/values.yaml) are taken from these figures.
 - **tracing on vs off** (bench/trace-bench.ts): two \`dfe-keda-shim\` processes, one with
   \`OTEL_EXPORTER_OTLP_ENDPOINT\` set (default sampler: parent-based 1 %; spans to a loopback

@@ -60,6 +60,11 @@ function replay(buildRoot: string): void {
       sh('npm', install.slice(1), root(stage.workdir), 240_000);
       continue;
     }
+    if (command.startsWith('find node_modules ')) {
+      // The prune of files Node never loads, as written (its quoting is the shell's).
+      sh('sh', ['-c', command], root(stage.workdir), 60_000);
+      continue;
+    }
     if (command.startsWith('chmod ')) {
       const [, mode, ...paths] = command.split(/\s+/);
       sh('chmod', [mode!, ...paths.map((p) => root(p))], scratch, 10_000);
@@ -118,6 +123,15 @@ describe('production install (the Dockerfile runtime stage, replayed)', () => {
     for (const dev of ['chdb', 'vitest', 'typescript', 'autocannon', 'fast-check', 'undici']) {
       expect(existsSync(join(modules, dev)), dev).toBe(false);
     }
+  });
+
+  it('prunes the files Node never loads (maps, type declarations, TypeScript sources, markdown) and keeps the licences', () => {
+    const modules = root(join(stage.workdir, 'node_modules'));
+    const files = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)) : e.isFile() ? [join(dir, e.name)] : []));
+    const all = files(modules);
+    expect(all.filter((f) => /\.(map|ts|mts|cts|md)$/.test(f) && !/\/(licen[cs]e|notice)[^/]*$/i.test(f))).toEqual([]);
+    for (const licence of ['fastify/LICENSE', '@opentelemetry/api/LICENSE', 'zod/LICENSE']) expect(existsSync(join(modules, licence)), licence).toBe(true);
   });
 
   it('puts both programs on PATH as executables', () => {
