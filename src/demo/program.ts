@@ -32,6 +32,8 @@ const DEMO_ENV: Readonly<Record<string, string>> = Object.freeze({
   // The dashboard's load panels move within a minute (the default cycle is 300 s).
   DFE_HUNT_SMOOTHING_CYCLE_SECONDS: '30',
   DFE_KEDA_SHIM_HOST: '127.0.0.1',
+  // KEDA's external scaler protocol beside HTTP, as the chart's `external` trigger types use it.
+  DFE_KEDA_SHIM_GRPC_PORT: '9090',
   LOG_LEVEL: 'warn',
 });
 
@@ -103,6 +105,13 @@ async function startAll(config: AppConfig, logger: Logger, handle: ClickHouseHan
       `  curl ${base}/status                        # per-query value, age, last error`,
       `  curl ${base}/metrics                       # Prometheus metrics of the shim`,
       `  curl ${runner.metricsUrl ?? ''}/metrics    # Prometheus metrics of the hunt runner`,
+      ...(shim.grpc === undefined
+        ? []
+        : [
+            '',
+            `  gRPC ${shim.grpc.address}: KEDA's external scaler (triggers external / external-push), e.g.`,
+            `  grpcurl -plaintext -proto proto/externalscaler.proto -d '{"scaledObjectRef":{"name":"demo","namespace":"demo","scalerMetadata":{"query":"backlog"}},"metricName":"backlog"}' ${shim.grpc.address} externalscaler.ExternalScaler/GetMetrics`,
+          ]),
       '',
       'Ctrl-C stops it. Every 10 s a line shows the due backlog, the hunt runs and what they found',
       '(two minutes of past events were loaded at start, so the first runs already find attacks).',

@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { REPO } from '../helpers/tools.js';
 import { freePort } from '../helpers/ports.js';
+import { scalerClient } from '../helpers/grpc-client.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'dfe-npm-start-'));
 let running: ChildProcess | undefined;
@@ -42,7 +43,7 @@ function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 }
 
 async function startDemo(name: string) {
-  const [shimPort, metricsPort] = [await freePort(), await freePort()];
+  const [shimPort, metricsPort, grpcPort] = [await freePort(), await freePort(), await freePort()];
   const child = spawn('npm', ['start', '--ignore-scripts'], {
     cwd: REPO,
     detached: true,
@@ -51,6 +52,7 @@ async function startDemo(name: string) {
       DFE_EMBEDDED_PATH: join(scratch, name),
       DFE_KEDA_SHIM_PORT: String(shimPort),
       DFE_HUNT_RUNNER_METRICS_PORT: String(metricsPort),
+      DFE_KEDA_SHIM_GRPC_PORT: String(grpcPort),
     }),
   });
   running = child;
@@ -64,7 +66,7 @@ async function startDemo(name: string) {
   }
   expect(output, 'npm start never printed its banner').toContain('Ctrl-C stops it');
   const shim = `http://127.0.0.1:${shimPort}`;
-  return { child, shim, runner: `http://127.0.0.1:${metricsPort}`, output: () => output.slice(-3000) };
+  return { child, shim, runner: `http://127.0.0.1:${metricsPort}`, grpc: `127.0.0.1:${grpcPort}`, output: () => output.slice(-3000) };
 }
 
 /** True while anything still answers at the URL; waits (bounded) for it to go away. */
@@ -95,6 +97,16 @@ describe('npm start (README "Two commands" and "Curl it")', () => {
     // The demo claims through Keeper (testkeeper in-process, examples/embedded-keeper.xml).
     expect(demo.output()).toContain('claims: keeper');
     expect(runnerMetrics).toMatch(/^dfe_hunt_runner_claim_mode\{mode="keeper"\} 1$/m);
+    // KEDA's external scaler protocol on the demo's gRPC port, the same number as HTTP's.
+    expect(demo.output()).toContain(`gRPC ${demo.grpc}`);
+    const scaler = scalerClient(demo.grpc);
+    try {
+      const { metricValues } = await scaler.getMetrics({ query: 'backlog' }, 'backlog');
+      expect(metricValues).toEqual([expect.objectContaining({ metricName: 'backlog', metricValueFloat: expect.any(Number) })]);
+      expect(metricValues[0]!.metricValueFloat).toBeGreaterThanOrEqual(0);
+    } finally {
+      scaler.close();
+    }
 
     demo.child.kill('SIGTERM');
     const [code] = await once(demo.child, 'exit');
@@ -140,6 +152,7 @@ describe('npm start (README "Two commands" and "Curl it")', () => {
           DFE_EMBEDDED_PATH: join(scratch, 'taken'),
           DFE_KEDA_SHIM_PORT: String(port),
           DFE_HUNT_RUNNER_METRICS_PORT: String(await freePort()),
+          DFE_KEDA_SHIM_GRPC_PORT: String(await freePort()),
         }),
       });
       running = child;
