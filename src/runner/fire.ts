@@ -85,7 +85,16 @@ function startRenewal(ctx: FireContext, held: HeldClaim): () => Promise<void> {
   const renew = async () => {
     if (stopped || ctx.signal.aborted) return;
     try {
-      await ctx.claims.renew(held);
+      if ((await ctx.claims.renew(held)) === 'lost') {
+        // Never silent: the run goes on (its statement is in ClickHouse), but another runner
+        // holds the hunt now and may run this fire too. Nothing left to renew.
+        ctx.metrics.leaseLost.inc({ hunt_id: huntId });
+        ctx.log.warn(
+          { hunt: huntId, fire, mode: ctx.claims.mode },
+          `lease of hunt ${huntId} taken over while its run went on: its renewals failed for a whole lease, so fire ${fire} may run twice`,
+        );
+        return;
+      }
     } catch (err) {
       if (!ctx.signal.aborted) ctx.log.warn({ hunt: huntId, fire, err }, 'lease renewal failed');
     }

@@ -99,7 +99,10 @@ export class Runner {
     if (set.invalid.length > 0) this.deps.metrics.specErrors.inc(set.invalid.length);
     this.hunts = new Map(set.hunts.map((h) => [h.huntId, h]));
     // Each hunt's series starts at 0, so an alert sees its first skip as an increase.
-    for (const huntId of this.hunts.keys()) this.deps.metrics.catchupSkipped.inc({ hunt_id: huntId }, 0);
+    for (const huntId of this.hunts.keys()) {
+      this.deps.metrics.catchupSkipped.inc({ hunt_id: huntId }, 0);
+      this.deps.metrics.leaseLost.inc({ hunt_id: huntId }, 0);
+    }
     this.signature = set.signature;
     this.needsMaterialise = true;
   }

@@ -21,6 +21,7 @@ export interface RunnerMetrics {
   readonly fireLateness: Histogram;
   readonly specErrors: Counter;
   readonly catchupSkipped: Counter<'hunt_id'>;
+  readonly leaseLost: Counter<'hunt_id'>;
   /** 1 for the claim mode in use (docs/claim-protocol.md#choosing-the-mode). */
   readonly claimMode: Gauge<'mode'>;
   readonly smoothing: SmoothingMetrics;
@@ -145,6 +146,13 @@ export function createRunnerMetrics(registry = new Registry()): RunnerMetrics {
     catchupSkipped: new Counter({
       name: 'dfe_hunt_catchup_skipped_total',
       help: 'Runs whose window was cut to max_catchup after an outage: older data was skipped (log and hunt_run.skipped_from/_to say which).',
+      labelNames: ['hunt_id'] as const,
+      registers,
+    }),
+    // One series per hunt, like the catch-up counter.
+    leaseLost: new Counter({
+      name: 'dfe_hunt_lease_lost_total',
+      help: 'Runs whose lease another runner took over while they went on (Keeper mode: a renewal found another token); that fire may run twice.',
       labelNames: ['hunt_id'] as const,
       registers,
     }),

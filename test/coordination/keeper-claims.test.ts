@@ -101,11 +101,12 @@ describe('Keeper-mode claims', () => {
     const crashed = await claimant('crashed', 30);
     const renewing = await claimant('renewing', 30);
     const taker = await claimant('taker', 30);
-    expect((await crashed.claim([{ huntId: 'h3', fire: 10 }])).get('h3')?.kind).toBe('won');
+    const stalled = won((await crashed.claim([{ huntId: 'h3', fire: 10 }])).get('h3'));
+    if (!stalled) throw new Error('crashed did not win');
     const kept = won((await renewing.claim([{ huntId: 'h4', fire: 10 }])).get('h4'));
     if (!kept) throw new Error('renewing did not win');
     clock.advance(20_000);
-    await renewing.renew(kept.held);
+    expect(await renewing.renew(kept.held)).toBe('held');
     clock.advance(20_000); // 40 s: h3's lease (30 s) expired, h4's renewed one runs to 50 s
     const taken = await taker.claim([
       { huntId: 'h3', fire: 10 },
@@ -115,6 +116,11 @@ describe('Keeper-mode claims', () => {
     expect(taken.get('h4')).toEqual({ kind: 'lost', holder: { owner: 'renewing' } });
     const rows = await queryRows<{ owner: string }>(db, `SELECT DISTINCT owner FROM \`${db.database}\`.${TABLES.claim} WHERE hunt_id = 'h3'`);
     expect(rows.map((r) => r.owner)).toEqual(['taker']);
+    // The stalled run wakes up: its renewal finds the lease taken over and moves nothing of the taker's.
+    expect(await crashed.renew(stalled.held)).toBe('lost');
+    expect(await renewing.renew(kept.held)).toBe('held');
+    const after = await queryRows<{ owner: string }>(db, `SELECT DISTINCT owner FROM \`${db.database}\`.${TABLES.claim} WHERE hunt_id = 'h3'`);
+    expect(after.map((r) => r.owner)).toEqual(['taker']);
   });
 
   it('a record left without a lease and without a watermark (a failed release) is cleaned up and claimed', async () => {

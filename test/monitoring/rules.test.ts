@@ -33,6 +33,7 @@ it('the issue\'s alerts are all there', () => {
     'DfeHuntBacklogGrowing',
     'DfeHuntCatchupSkipped',
     'DfeHuntFireLate',
+    'DfeHuntLeaseLost',
     'DfeHuntRunnerHeartbeatMissing',
     'DfeMaterialiseJobFailed',
     'DfeShimAnsweringStale',

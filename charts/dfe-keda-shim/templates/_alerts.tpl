@@ -105,6 +105,16 @@ groups:
           summary: {{ `Hunt {{ $labels.hunt_id }} skipped data older than max_catchup` | quote }}
           description: {{ `Hunt {{ $labels.hunt_id }} (namespace {{ $labels.namespace }}) caught up after an outage and left out the range older than its max_catchup; the runner log and hunt_run.skipped_from/skipped_to name the range.` | quote }}
           {{- include "dfe-keda-shim.runbook" (dict "base" $base "alert" "DfeHuntCatchupSkipped") | nindent 10 }}
+      - alert: DfeHuntLeaseLost
+        # A run's Keeper lease was taken over while it went on (docs/claim-protocol.md#keeper-mode).
+        expr: |-
+          sum by (namespace, hunt_id) (increase(dfe_hunt_lease_lost_total[1h])) > 0
+        labels:
+          {{- include "dfe-keda-shim.alertLabels" (dict "severity" "warning" "extra" $extra) | nindent 10 }}
+        annotations:
+          summary: {{ `Hunt {{ $labels.hunt_id }} lost its lease while a run went on` | quote }}
+          description: {{ `A run of hunt {{ $labels.hunt_id }} (namespace {{ $labels.namespace }}) found its Keeper lease taken over by another runner after its renewals failed for a whole lease; that fire may have run twice.` | quote }}
+          {{- include "dfe-keda-shim.runbook" (dict "base" $base "alert" "DfeHuntLeaseLost") | nindent 10 }}
       - alert: DfeHuntRunnerHeartbeatMissing
         # A live runner that has not written its heartbeat row to ClickHouse for a while.
         expr: |-

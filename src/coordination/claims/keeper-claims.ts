@@ -177,11 +177,16 @@ export function keeperClaims(coord: Coordinator, options: KeeperClaimOptions): C
       return outcomes;
     },
     async renew(held) {
+      const lease = leaseKey(held.huntId);
       await command(
         `ALTER TABLE ${table} UPDATE lease_until = {until:Int64} WHERE claim_key IN {keys:Array(String)} AND token = {token:String}`,
-        { until: leaseUntil(), keys: [leaseKey(held.huntId), recordKey(held.huntId, held.fire)], token: held.token },
+        { until: leaseUntil(), keys: [lease, recordKey(held.huntId, held.fire)], token: held.token },
       );
+      // The update is conditional on our token and says nothing of what it matched: read the
+      // lease back. Gone or another token: an expired lease was taken over (docs/claim-protocol.md).
+      if ((await readKeys([lease])).get(lease)?.token !== held.token) return 'lost';
       await mirror(held, leaseSeconds);
+      return 'held';
     },
     async release(held, result) {
       if (result.succeeded) {

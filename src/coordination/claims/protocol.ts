@@ -37,11 +37,18 @@ export interface ReleaseResult {
   readonly previousFire: number | null;
 }
 
+/**
+ * What a renewal found: `held`, or `lost` when another runner took the hunt over
+ * (Keeper mode reads its lease key back; a renewal in the table protocol is a
+ * fresh row that goes back on top, so it always says `held`).
+ */
+export type RenewResult = 'held' | 'lost';
+
 export interface ClaimProtocol {
   readonly mode: ClaimMode;
   claim(requests: readonly ClaimRequest[]): Promise<Map<string, ClaimOutcome>>;
-  /** Extends the lease by the lease length from now. */
-  renew(held: HeldClaim): Promise<void>;
+  /** Extends the lease by the lease length from now, if the claim still holds it. */
+  renew(held: HeldClaim): Promise<RenewResult>;
   release(held: HeldClaim, result: ReleaseResult): Promise<void>;
   /** The same protocol on another connection (an embedded session runs one query at a time). */
   on(client: ClickHouseClient): ClaimProtocol;

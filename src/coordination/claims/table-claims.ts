@@ -122,7 +122,7 @@ export function tableClaims(coord: Coordinator, owner: string, timing: ClaimTimi
       }
       return out;
     },
-    renew: (held) => coord.putLease(held.huntId, owner, held.fire, timing.leaseSeconds),
+    renew: (held) => coord.putLease(held.huntId, owner, held.fire, timing.leaseSeconds).then(() => 'held' as const),
     release: (held) => coord.putLease(held.huntId, owner, held.fire, 'release'),
     on: (client) => tableClaims(coord.withClient(client), owner, timing),
   };
