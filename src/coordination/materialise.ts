@@ -3,6 +3,7 @@ import { qualifiedTable, quoteDatabase } from '../clickhouse/identifiers.js';
 import type { CoordinationSettings } from './topology.js';
 import type { HuntSpec } from '../schedule/hunt-spec.js';
 import { TABLES } from './tables.js';
+import { forgetRemovedHunts } from './claims/keeper-claims.js';
 
 /**
  * `materialise` (docs/tables.md#materialise), the only writer of hunt_schedule: one row per live
@@ -99,10 +100,18 @@ export function planMaterialise(
   return { writes, live: hunts.length, added, changed, tombstoned, promoted };
 }
 
-export function materialiseSummary(plan: MaterialisePlan, database: string): string {
+/** What `materialise` did: the plan written, and the Keeper keys of removed hunts it deleted. */
+export interface MaterialiseResult extends MaterialisePlan {
+  readonly keeperKeysDeleted: number;
+  /** Set when that cleanup failed (the schedule was written; the keys wait for the next run). */
+  readonly keeperCleanupError?: unknown;
+}
+
+export function materialiseSummary(plan: MaterialisePlan | MaterialiseResult, database: string): string {
+  const keys = 'keeperKeysDeleted' in plan && plan.keeperKeysDeleted > 0 ? `; ${plan.keeperKeysDeleted} Keeper key(s) of removed hunts deleted` : '';
   return (
     `materialised ${plan.live} hunt(s) into ${database}.${TABLES.schedule} ` +
-    `(${plan.added} added, ${plan.changed} changed, ${plan.tombstoned} tombstoned)`
+    `(${plan.added} added, ${plan.changed} changed, ${plan.tombstoned} tombstoned${keys})`
   );
 }
 
@@ -141,7 +150,7 @@ export async function materialise(
   database: string,
   hunts: readonly HuntSpec[],
   settings: CoordinationSettings,
-): Promise<MaterialisePlan> {
+): Promise<MaterialiseResult> {
   const [current, backedOff] = await Promise.all([readSchedule(client, database, settings), readBackedOff(client, database, settings)]);
   const plan = planMaterialise(current, hunts, backedOff);
   if (plan.writes.length > 0) {
@@ -153,7 +162,13 @@ export async function materialise(
       clickhouse_settings: settings.write,
     });
   }
-  return plan;
+  // Keeper mode: a removed hunt's keys go with it (docs/claim-protocol.md#keeper-mode, "Keys").
+  try {
+    const deleted = await forgetRemovedHunts(client, database, hunts.map((h) => h.huntId), settings);
+    return { ...plan, keeperKeysDeleted: deleted };
+  } catch (err) {
+    return { ...plan, keeperKeysDeleted: 0, keeperCleanupError: err };
+  }
 }
 
 /** Hunts whose newest hunt_state row says the controller backed their interval off (`too_aggressive = 1`). */

@@ -154,7 +154,10 @@ export class Runner {
     const plan = await materialise(this.deps.client, coord.database, hunts, coord.settings);
     this.needsMaterialise = false;
     for (const huntId of plan.promoted) this.deps.metrics.smoothing.promotions.inc({ hunt_id: huntId });
-    this.deps.log.info({ added: plan.added, changed: plan.changed, tombstoned: plan.tombstoned }, materialiseSummary(plan, coord.database));
+    this.deps.log.info({ added: plan.added, changed: plan.changed, tombstoned: plan.tombstoned, keeper_keys_deleted: plan.keeperKeysDeleted }, materialiseSummary(plan, coord.database));
+    if (plan.keeperCleanupError !== undefined) {
+      this.deps.log.warn({ err: plan.keeperCleanupError }, 'could not delete the Keeper keys of removed hunts; the next materialise tries again');
+    }
   }
 
   /** On start: materialise at once (docs/tables.md#materialise); if ClickHouse is down, the first tick that reaches it does. */

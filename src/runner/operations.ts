@@ -38,6 +38,9 @@ export function materialiseHunts(config: AppConfig, log: Logger): Promise<string
   logHuntSet(log, set);
   return withCoordination(config, async ({ handle, settings }) => {
     const plan = await materialise(handle.client, config.clickhouse.dataDatabase, set.hunts, settings);
+    if (plan.keeperCleanupError !== undefined) {
+      log.warn({ err: plan.keeperCleanupError }, 'could not delete the Keeper keys of removed hunts; the next materialise tries again');
+    }
     return materialiseSummary(plan, config.clickhouse.dataDatabase);
   });
 }

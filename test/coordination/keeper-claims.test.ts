@@ -2,7 +2,7 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openClickHouse, type ClickHouseHandle } from '../../src/clickhouse/client.js';
 import { ManualClock } from '../../src/clock.js';
-import { isKeyConflict, keeperClaims, leaseKey, recordKey } from '../../src/coordination/claims/keeper-claims.js';
+import { forgetRemovedHunts, isKeyConflict, keeperClaims, leaseKey, recordKey } from '../../src/coordination/claims/keeper-claims.js';
 import { probeAndRecord, readClaimMode, resolveClaimMode } from '../../src/coordination/claims/mode.js';
 import type { ClaimOutcome, ClaimProtocol } from '../../src/coordination/claims/protocol.js';
 import { Coordinator } from '../../src/coordination/coordinator.js';
@@ -170,5 +170,29 @@ describe('Keeper-mode claims', () => {
       .catch((e: unknown) => e);
     expect(isKeyConflict(err)).toBe(true);
     expect(isKeyConflict(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }))).toBe(false);
+  });
+
+  it("a removed hunt's keys go (its records; its lease once expired), a live hunt's stay, and a second pass finds nothing", async () => {
+    const a = await claimant('a', 30);
+    const coord = coordOn(db.handle.client);
+    for (const huntId of ['kept', 'gone']) {
+      const claim = won((await a.claim([{ huntId, fire: 10 }])).get(huntId));
+      if (!claim) throw new Error(`a did not win ${huntId}`);
+      await coord.setWatermark(huntId, 10);
+      await a.release(claim.held, { succeeded: true, previousFire: null });
+    }
+    expect((await a.claim([{ huntId: 'gone-crashed', fire: 10 }])).get('gone-crashed')?.kind).toBe('won');
+    clock.advance(40_000); // gone-crashed's lease (30 s) has expired
+    expect((await a.claim([{ huntId: 'gone-running', fire: 10 }])).get('gone-running')?.kind).toBe('won');
+
+    const now = clock.nowMs() / 1000;
+    const settings = { read: {}, write: {} };
+    expect(await forgetRemovedHunts(db.handle.client, db.database, ['kept'], settings, now)).toBeGreaterThanOrEqual(4);
+    expect(await keys('kept')).toEqual(['kept/10']);
+    expect(await keys('gone')).toEqual([]);
+    expect(await keys('gone-crashed')).toEqual([]);
+    // A run still in flight keeps its lease; its fire record goes (the watermark still guards the fire).
+    expect(await keys('gone-running')).toEqual(['gone-running']);
+    expect(await forgetRemovedHunts(db.handle.client, db.database, ['kept'], settings, now)).toBe(0);
   });
 });

@@ -3,6 +3,7 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { qualifiedTable } from '../../clickhouse/identifiers.js';
 import { DfeError } from '../../errors.js';
 import type { Coordinator } from '../coordinator.js';
+import type { CoordinationSettings } from '../topology.js';
 import { TABLES } from '../tables.js';
 import type { ClaimOutcome, ClaimProtocol, ClaimRequest, HeldClaim } from './protocol.js';
 
@@ -206,4 +207,35 @@ export function keeperClaims(coord: Coordinator, options: KeeperClaimOptions): C
     },
     on: (other) => keeperClaims(coord.withClient(other), options),
   };
+}
+
+/**
+ * Deletes the Keeper keys of hunts no longer live (removed from the hunts directory, so
+ * tombstoned by materialise): every fire record, and a lease only once it has expired (a run
+ * still in flight keeps it). Without this each removed hunt leaves its last fire record for
+ * good, and `keys_limit` counts it. A record's loss is safe: a stale claim of a fire that ran
+ * still meets the watermark. Nothing when the table does not exist (table-protocol mode).
+ * `nowSeconds`: coordination time, for tests; default the server's `now()`. Returns the count.
+ */
+export async function forgetRemovedHunts(
+  client: ClickHouseClient,
+  database: string,
+  live: readonly string[],
+  settings: CoordinationSettings,
+  nowSeconds?: number,
+): Promise<number> {
+  const exists = await client.query({
+    query: 'SELECT count() AS n FROM system.tables WHERE database = {db:String} AND name = {name:String}',
+    query_params: { db: database, name: TABLES.claim },
+    format: 'JSONEachRow',
+  });
+  if (Number((await exists.json<{ n: number | string }>())[0]?.n ?? 0) === 0) return 0;
+  const table = qualifiedTable(database, TABLES.claim);
+  const now = nowSeconds === undefined ? 'toUnixTimestamp(now())' : '{now:Int64}';
+  const where = `hunt_id NOT IN {live:Array(String)} AND (claim_key != hunt_id OR lease_until <= ${now})`;
+  const params = { live: [...live], ...(nowSeconds === undefined ? {} : { now: nowSeconds }) };
+  const counted = await client.query({ query: `SELECT count() AS n FROM ${table} WHERE ${where}`, query_params: params, format: 'JSONEachRow', clickhouse_settings: settings.read });
+  const n = Number((await counted.json<{ n: number | string }>())[0]?.n ?? 0);
+  if (n > 0) await client.command({ query: `DELETE FROM ${table} WHERE ${where}`, query_params: params, clickhouse_settings: settings.write });
+  return n;
 }

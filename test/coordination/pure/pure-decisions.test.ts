@@ -44,6 +44,10 @@ describe('planMaterialise', () => {
     const plan = planMaterialise(current, [a, b, c]);
     expect(plan.writes).toEqual([row('b', 300, b.phaseOffset), row('c', 60, c.phaseOffset), row('old', 0, 0, 0)]);
     expect(materialiseSummary(plan, 'dfe')).toBe('materialised 3 hunt(s) into dfe.hunt_schedule (1 added, 1 changed, 1 tombstoned)');
+    expect(materialiseSummary({ ...plan, keeperKeysDeleted: 0 }, 'dfe')).toBe('materialised 3 hunt(s) into dfe.hunt_schedule (1 added, 1 changed, 1 tombstoned)');
+    expect(materialiseSummary({ ...plan, keeperKeysDeleted: 2 }, 'dfe')).toBe(
+      'materialised 3 hunt(s) into dfe.hunt_schedule (1 added, 1 changed, 1 tombstoned; 2 Keeper key(s) of removed hunts deleted)',
+    );
   });
 
   it('keeps a learned offset, and rehashes it only when the interval changes', () => {
