@@ -5,7 +5,7 @@ import { Coordinator, type DueFire } from '../coordination/coordinator.js';
 import { materialise, materialiseSummary, readSchedule } from '../coordination/materialise.js';
 import { withCoordination } from '../coordination/open.js';
 import { probeAndRecord, type ProbeResult } from '../coordination/claims/mode.js';
-import { schemaDdl } from '../coordination/tables.js';
+import { keeperClaimTableDdl, schemaDdl } from '../coordination/tables.js';
 import { applySchema } from '../coordination/topology.js';
 import { loadHuntsDir, logHuntSet } from '../schedule/hunt-files.js';
 
@@ -16,9 +16,15 @@ import { loadHuntsDir, logHuntSet } from '../schedule/hunt-files.js';
 
 /** The coordination tables' DDL for this topology, one statement each. */
 export function schemaStatements(config: AppConfig): Promise<{ readonly statements: readonly string[] }> {
-  return withCoordination(config, async ({ topology }) => ({
-    statements: schemaDdl(config.clickhouse.dataDatabase, topology, { runRetentionDays: config.clickhouse.runRetentionDays }),
-  }));
+  return withCoordination(config, async ({ topology }) => {
+    const database = config.clickhouse.dataDatabase;
+    const statements = schemaDdl(database, topology, { runRetentionDays: config.clickhouse.runRetentionDays });
+    // Keeper claims' table too, unless the table protocol is forced: `--apply` creates it only
+    // where the probe finds KeeperMap working (docs/claim-protocol.md#choosing-the-mode).
+    if (config.runner.claims === 'tables') return { statements };
+    const keeper = `-- Keeper claims: created by \`schema --apply\` only where KeeperMap works (needs <keeper_map_path_prefix>); else runners use the table protocol\n${keeperClaimTableDdl(database, topology)}`;
+    return { statements: [...statements, keeper] };
+  });
 }
 
 /** Applies that DDL (each statement idempotent); returns the topology kind and the count. */
