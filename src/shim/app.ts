@@ -130,6 +130,7 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
     metrics,
     status,
     lifecycle: { state: 'starting' },
+    grpc: { server: undefined },
   };
   // Mutual TLS (docs/security.md): with a client CA, the TLS handshake itself
   // refuses a client without a certificate signed by it — before any HTTP.

@@ -21,6 +21,14 @@ export interface ShimContext {
   readonly status: StatusBoard;
   /** Lifecycle: `starting` until the server listens, `listening` after, `closing` once close begins. */
   readonly lifecycle: { state: 'starting' | 'listening' | 'closing' };
+  /** The gRPC port, once start.ts has opened it (for /status); `server` stays undefined when it is off. */
+  readonly grpc: { server: GrpcStatusSource | undefined };
+}
+
+/** What /status shows of the gRPC port: where it listens and its StreamIsActive streams. */
+export interface GrpcStatusSource {
+  readonly address: string;
+  readonly streams: { readonly size: number; readonly groupCount: number };
 }
 
 /** The options every route plugin is registered with (app.ts). */

@@ -247,7 +247,7 @@ describe('operator endpoints', () => {
     expect((await get(t.app, '/livez')).status).toBe(200);
     expect((await get(t.app, '/readyz')).status).toBe(503);
     const status = (await get(t.app, '/status')).body as Record<string, unknown>;
-    expect(status).toMatchObject({ backend: 'embedded', catalogue: { builtin: 'test', override: null } });
+    expect(status).toMatchObject({ backend: 'embedded', catalogue: { builtin: 'test', override: null }, grpc: null });
     expect(status.queries).toHaveProperty('jobs.last_value');
     expect(JSON.stringify(status)).not.toMatch(/password/i);
   });

@@ -5,6 +5,7 @@ import { DfeError, describeError, showValue } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { ShimMetrics } from '../metrics.js';
 import type { ServingContext } from '../serve.js';
+import type { ShimContext } from '../context.js';
 import { externalScalerHandlers } from './handlers.js';
 import { GrpcMetrics } from './metrics.js';
 import { externalScalerService } from './proto.js';
@@ -17,7 +18,8 @@ import { StreamHub } from './streams.js';
  * and closed with the HTTP server by shim/start.ts.
  */
 export interface GrpcServerOptions {
-  readonly ctx: ServingContext & { readonly metrics: ShimMetrics };
+  /** `grpc`: where it says it listens, for /status, while it does. */
+  readonly ctx: ServingContext & { readonly metrics: ShimMetrics } & Pick<ShimContext, 'grpc'>;
   readonly shim: Pick<ShimConfig, 'host' | 'tls'>;
   readonly port: number;
   readonly checkIntervalMs: number;
@@ -85,6 +87,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
   let closed: Promise<void> | undefined;
   const close = (graceMs = 5_000) =>
     (closed ??= new Promise<void>((resolve) => {
+      if (ctx.grpc.server === running) ctx.grpc.server = undefined;
       streams.close();
       const force = setTimeout(() => {
         server.forceShutdown();
@@ -95,5 +98,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
         resolve();
       });
     }));
-  return { address: hostPort(options.shim.host, port), port, streams, close };
+  const running: RunningGrpc = { address: hostPort(options.shim.host, port), port, streams, close };
+  ctx.grpc.server = running;
+  return running;
 }

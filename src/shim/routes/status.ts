@@ -23,6 +23,8 @@ export const statusRoutes: FastifyPluginAsync<ShimRouteOptions> = async (app, { 
         override_hash: catalogue.source.overrideHash ?? null,
         loaded_at: new Date(catalogue.loadedAtMs).toISOString(),
       },
+      // KEDA's external scaler port: its StreamIsActive streams and the shared checks behind them.
+      grpc: ctx.grpc.server === undefined ? null : { address: ctx.grpc.server.address, open_streams: ctx.grpc.server.streams.size, stream_checks: ctx.grpc.server.streams.groupCount },
       cache_entries: ctx.executor.cacheSize,
       clickhouse_queries_started: ctx.executor.queriesStarted,
       queries,

@@ -41,6 +41,8 @@ describe('many streams, one check', () => {
     const high = client.streamIsActive({ query: 'work', activationTargetValue: '1' });
     await until(() => grpc.streams.size === 21 && [...low, high].every((s) => s.messages.length === 1), 'every first state');
     expect(grpc.streams.groupCount).toBe(1);
+    // /status shows the port and its streams: 21 streams behind one shared check.
+    expect((await get(t.app, '/status')).body.grpc).toEqual({ address: grpc.address, open_streams: 21, stream_checks: 1 });
     const queries0 = t.app.shim.executor.queriesStarted;
     const checks0 = await checks();
     await until(async () => (await checks()) >= checks0 + 5, 'five more checks');
@@ -67,6 +69,7 @@ describe('many streams, one check', () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(t.app.shim.executor.queriesStarted).toBe(idle);
     expect((await get(t.app, '/metrics')).body.text).toMatch(/dfe_keda_shim_grpc_open_streams 0/);
+    expect((await get(t.app, '/status')).body.grpc).toEqual({ address: grpc.address, open_streams: 0, stream_checks: 0 });
   });
 });
 
