@@ -4,7 +4,10 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { openClickHouse } from '../../src/clickhouse/client.js';
+import { loadConfig } from '../../src/config/load.js';
 import { listenShim } from '../../src/shim/server.js';
+import { refusedPort } from '../helpers/faults.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { compiled, makeApp, shimConfig, type AppUnderTest } from '../helpers/shim.js';
 import { missing, tools } from '../helpers/tools.js';
@@ -38,11 +41,23 @@ function makeCaAndClient(prefix: string): boolean {
   );
 }
 
+/** A replica's certificate as peers use it: server name 127.0.0.1, signed by `ca`, presented as a client certificate too. */
+function makeReplica(prefix: string, ca: string): boolean {
+  writeFileSync(at(`${prefix}-ext.cnf`), 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n');
+  return (
+    openssl(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${prefix}`, '-keyout', at(`${prefix}.key`), '-out', at(`${prefix}.csr`)]) &&
+    openssl(['x509', '-req', '-in', at(`${prefix}.csr`), '-CA', at(`${ca}-ca.crt`), '-CAkey', at(`${ca}-ca.key`), '-CAcreateserial', '-days', '1', '-extfile', at(`${prefix}-ext.cnf`), '-out', at(`${prefix}.crt`)])
+  );
+}
+
 const haveCerts =
   opensslMissing === undefined &&
   openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', at('server.key'), '-out', at('server.crt')]) &&
   makeCaAndClient('right') &&
-  makeCaAndClient('wrong');
+  makeCaAndClient('wrong') &&
+  makeReplica('replica-a', 'right') &&
+  makeReplica('replica-b', 'right') &&
+  makeReplica('stranger', 'wrong');
 
 let db: TestDatabase;
 let t: AppUnderTest;
@@ -91,6 +106,63 @@ needs(opensslMissing).describe('client-certificate TLS', () => {
 
   it('the client certificate the configured CA signed → 200', async () => {
     expect(await getWith('right')).toEqual({ kind: 'answered', status: 200, body: { value: 2.5, source: 'fresh', age_seconds: 0 } });
+  });
+
+  it('replicas under mutual TLS: a cold key gets its peer\'s value over https with the replica certificate; a certificate from another CA is refused (error, cold_hold)', async () => {
+    const mtls = (replica: string) => ({
+      DFE_KEDA_SHIM_TLS_CERT_FILE: at(`${replica}.crt`),
+      DFE_KEDA_SHIM_TLS_KEY_FILE: at(`${replica}.key`),
+      DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE: at('right-ca.crt'),
+    });
+    const coldOne = compiled('one', 'SELECT 7', { coldHold: 3 });
+    const a = await makeApp({ queries: [coldOne], clickhouse: db.handle, env: mtls('replica-a') });
+    const refused = await refusedPort();
+    const failing = await openClickHouse(loadConfig({ DFE_CLICKHOUSE_URL: refused.url }).clickhouse);
+    const others: AppUnderTest[] = [];
+    try {
+      const peerBase = await listenShim(a.app, { host: '127.0.0.1', port: 0 });
+      expect((await a.app.inject('/q/one')).json()).toMatchObject({ value: 7, source: 'fresh' });
+      const replica = async (name: string, extra: Record<string, string> = {}) => {
+        const t = await makeApp({
+          queries: [coldOne],
+          clickhouse: failing,
+          env: { ...mtls(name), DFE_KEDA_SHIM_PEERS: peerBase, DFE_KEDA_SHIM_PEER_TIMEOUT_MS: '5000', ...extra },
+        });
+        others.push(t);
+        return t;
+      };
+      const b = await replica('replica-b');
+      expect((await b.app.inject('/q/one')).json()).toMatchObject({ value: 7, source: 'last_good' });
+      expect((await b.app.inject('/metrics')).body).toMatch(/dfe_keda_shim_peer_lookups_total\{outcome="found"\} 1/);
+      // Its certificate is from another CA: the peer refuses the handshake.
+      const c = await replica('stranger', { DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE: at('wrong-ca.crt') });
+      expect((await c.app.inject('/q/one')).json()).toEqual({ value: 3, source: 'cold_hold', age_seconds: 0 });
+      expect((await c.app.inject('/metrics')).body).toMatch(/dfe_keda_shim_peer_lookups_total\{outcome="error"\} 1/);
+    } finally {
+      for (const t of others) await t.app.close();
+      await a.app.close();
+      await failing.close();
+      await refused.close();
+    }
+  });
+
+  it('replicas under TLS without client certificates, sharing one self-signed certificate, trust each other as peers', async () => {
+    const tlsOnly = { DFE_KEDA_SHIM_TLS_CERT_FILE: at('server.crt'), DFE_KEDA_SHIM_TLS_KEY_FILE: at('server.key') };
+    const coldOne = compiled('one', 'SELECT 7', { coldHold: 3 });
+    const a = await makeApp({ queries: [coldOne], clickhouse: db.handle, env: tlsOnly });
+    const refused = await refusedPort();
+    const failing = await openClickHouse(loadConfig({ DFE_CLICKHOUSE_URL: refused.url }).clickhouse);
+    let b: AppUnderTest | undefined;
+    try {
+      const peerBase = await listenShim(a.app, { host: '127.0.0.1', port: 0 });
+      expect((await a.app.inject('/q/one')).json()).toMatchObject({ value: 7, source: 'fresh' });
+      b = await makeApp({ queries: [coldOne], clickhouse: failing, env: { ...tlsOnly, DFE_KEDA_SHIM_PEERS: peerBase, DFE_KEDA_SHIM_PEER_TIMEOUT_MS: '5000' } });
+      expect((await b.app.inject('/q/one')).json()).toMatchObject({ value: 7, source: 'last_good' });
+    } finally {
+      await b?.app.close();
+      await a.app.close();
+      await failing.close();
+    }
   });
 
   it('a client CA without TLS is a configuration error naming the variable', () => {

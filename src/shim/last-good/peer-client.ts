@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { rootCertificates } from 'node:tls';
 import type { ShimConfig } from '../../config/load.js';
 import { secretText } from '../auth.js';
 import type { PeerTarget } from './peer-targets.js';
@@ -78,13 +79,18 @@ export class PeerClient {
     }
   }
 
-  /** Under TLS: our own certificate as the client certificate (mutual TLS asks for one); the client CA file, if set, as the trusted CA. */
+  /**
+   * Under TLS: our own certificate as the client certificate (mutual TLS asks for one).
+   * Trusted for the peer's certificate: the client CA file when set, else Node's public CAs;
+   * and in both cases our own certificate file, so replicas sharing one self-signed
+   * certificate (or one whose file carries its CA) trust each other.
+   */
   private async tlsOptions(host: string): Promise<Record<string, unknown>> {
     const tls = this.shim.tls;
     if (tls === undefined) return { servername: host };
     const [cert, key] = await Promise.all([readFile(tls.certFile), readFile(tls.keyFile)]);
-    const ca = tls.clientCaFile === undefined ? undefined : await readFile(tls.clientCaFile);
-    return { servername: host, cert, key, ...(ca === undefined ? {} : { ca }) };
+    const trusted = tls.clientCaFile === undefined ? rootCertificates : [await readFile(tls.clientCaFile)];
+    return { servername: host, cert, key, ca: [...trusted, cert] };
   }
 }
 
