@@ -1,14 +1,10 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/load.js';
-import { startShim, type RunningShim } from '../../src/shim/start.js';
-import { startTelemetry, type Telemetry } from '../../src/telemetry/start.js';
-import { freePort } from '../helpers/ports.js';
+import type { RunningShim } from '../../src/shim/start.js';
+import type { Telemetry } from '../../src/telemetry/start.js';
 import { capturingLogger } from '../helpers/logger.js';
-import { otlpReceiver, SPAN_KIND, type OtlpReceiver, type ReceivedSpan } from './otlp-receiver.js';
-import { recordingFront, type RecordingFront } from './recording-front.js';
+import { SPAN_KIND, type OtlpReceiver, type ReceivedSpan } from './otlp-receiver.js';
+import type { RecordingFront } from './recording-front.js';
+import { startTracedShim, type TracedShim } from './traced-shim.js';
 
 /**
  * One KEDA poll, traced end to end (docs/operations.md#traces): the shim runs
@@ -16,42 +12,26 @@ import { recordingFront, type RecordingFront } from './recording-front.js';
  * on a loopback socket; its ClickHouse is a loopback front that records the
  * headers it gets. What arrives is decoded from the protobuf the exporter sent.
  */
+let traced: TracedShim;
 let receiver: OtlpReceiver;
 let front: RecordingFront;
 let telemetry: Telemetry;
 let shim: RunningShim;
 const log = capturingLogger();
-const dir = mkdtempSync(join(tmpdir(), 'dfe-trace-'));
 /** An override query whose good value is reused for a minute. */
 const OVERRIDE = ['queries:', '  young:', '    fresh_for_seconds: 60', '    sql: SELECT {n:UInt32} AS value', '    binds: {n: 1}', ''].join('\n');
 
 beforeAll(async () => {
-  writeFileSync(join(dir, 'override.yaml'), OVERRIDE);
-  receiver = await otlpReceiver();
-  front = await recordingFront(7);
-  telemetry = await startTelemetry({
-    serviceName: 'dfe-keda-shim',
-    // As the shim's CLI starts it: a span is current only synchronously (src/telemetry/sync-context.ts).
-    context: 'sync',
-    env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'always_on', OTEL_SERVICE_NAME: 'shim-under-test' },
+  traced = await startTracedShim({
+    otel: { OTEL_TRACES_SAMPLER: 'always_on', OTEL_SERVICE_NAME: 'shim-under-test' },
+    override: OVERRIDE,
+    answer: 7,
+    logger: log.logger,
   });
-  const config = loadConfig({
-    DFE_CLICKHOUSE_URL: front.url,
-    DFE_KEDA_SHIM_HOST: '127.0.0.1',
-    DFE_KEDA_SHIM_PORT: String(await freePort()),
-    DFE_KEDA_SHIM_QUERY_CONFIG: join(dir, 'override.yaml'),
-    LOG_LEVEL: 'silent',
-  });
-  shim = await startShim({ config, logger: log.logger });
+  ({ receiver, front, telemetry, shim } = traced);
 });
 
-afterAll(async () => {
-  await shim?.close();
-  await telemetry?.shutdown();
-  await front?.close();
-  await receiver?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterAll(async () => traced?.close());
 
 async function poll(path: string): Promise<Record<string, unknown>> {
   const res = await fetch(`${shim.url}${path}`);

@@ -1,13 +1,7 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/load.js';
-import { startShim, type RunningShim } from '../../src/shim/start.js';
-import { startTelemetry, type Telemetry } from '../../src/telemetry/start.js';
-import { freePort } from '../helpers/ports.js';
-import { otlpReceiver, type OtlpReceiver } from './otlp-receiver.js';
-import { recordingFront, type RecordingFront } from './recording-front.js';
+import type { OtlpReceiver } from './otlp-receiver.js';
+import type { RecordingFront } from './recording-front.js';
+import { startTracedShim, type TracedShim } from './traced-shim.js';
 
 /**
  * Who decides what is sampled (docs/operations.md#traces): a root poll is
@@ -16,45 +10,23 @@ import { recordingFront, type RecordingFront } from './recording-front.js';
  * ClickHouse span and sends `traceparent`; an unsampled one sends none.
  * Real OTLP receiver and a loopback front that records the headers it gets.
  */
+let traced: TracedShim;
 let receiver: OtlpReceiver;
 let front: RecordingFront;
-let telemetry: Telemetry;
-let shim: RunningShim;
-const dir = mkdtempSync(join(tmpdir(), 'dfe-sampling-'));
 /** Every distinct `k` is a key of its own, so each poll asks ClickHouse. */
 const OVERRIDE = ['queries:', '  keyed:', '    params: [k]', '    sql: SELECT {k:String} AS k, 1 AS value', ''].join('\n');
 
 beforeAll(async () => {
-  writeFileSync(join(dir, 'override.yaml'), OVERRIDE);
-  receiver = await otlpReceiver();
-  front = await recordingFront(1);
-  telemetry = await startTelemetry({
-    serviceName: 'dfe-keda-shim',
-    context: 'sync',
-    env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'parentbased_always_off' },
-  });
-  const config = loadConfig({
-    DFE_CLICKHOUSE_URL: front.url,
-    DFE_KEDA_SHIM_HOST: '127.0.0.1',
-    DFE_KEDA_SHIM_PORT: String(await freePort()),
-    DFE_KEDA_SHIM_QUERY_CONFIG: join(dir, 'override.yaml'),
-    LOG_LEVEL: 'silent',
-  });
-  shim = await startShim({ config });
+  traced = await startTracedShim({ otel: { OTEL_TRACES_SAMPLER: 'parentbased_always_off' }, override: OVERRIDE, answer: 1 });
+  ({ receiver, front } = traced);
 });
 
-afterAll(async () => {
-  await shim?.close();
-  await telemetry?.shutdown();
-  await front?.close();
-  await receiver?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterAll(async () => traced?.close());
 
 /** Polls /q/keyed?k=… and returns the headers ClickHouse got for it. */
 async function poll(k: string, headers: Record<string, string> = {}) {
   const before = front.requests.length;
-  const res = await fetch(`${shim.url}/q/keyed?k=${k}`, { headers });
+  const res = await fetch(`${traced.shim.url}/q/keyed?k=${k}`, { headers });
   expect(res.status).toBe(200);
   expect(front.requests.length).toBe(before + 1);
   return front.requests.at(-1)!.headers;
@@ -63,14 +35,14 @@ async function poll(k: string, headers: Record<string, string> = {}) {
 describe('sampling', () => {
   it('an unsampled root poll makes no span and sends ClickHouse no traceparent', async () => {
     for (const k of ['a', 'b', 'c']) expect((await poll(k)).traceparent).toBeUndefined();
-    await telemetry.flush();
+    await traced.telemetry.flush();
     expect(receiver.spans).toEqual([]);
   });
 
   it("a caller's unsampled traceparent is followed: nothing exported, nothing sent on", async () => {
     const headers = await poll('d', { traceparent: '00-11111111111111111111111111111111-2222222222222222-00' });
     expect(headers.traceparent).toBeUndefined();
-    await telemetry.flush();
+    await traced.telemetry.flush();
     expect(receiver.spans).toEqual([]);
   });
 
@@ -78,7 +50,7 @@ describe('sampling', () => {
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     const callerSpan = '00f067aa0ba902b7';
     const headers = await poll('e', { traceparent: `00-${traceId}-${callerSpan}-01` });
-    await telemetry.flush();
+    await traced.telemetry.flush();
     const [pollSpan] = await receiver.waitFor((s) => s.traceId === traceId && s.parentSpanId === callerSpan);
     const [querySpan] = await receiver.waitFor((s) => s.traceId === traceId && s.parentSpanId === pollSpan!.spanId);
     expect(querySpan!.name).toBe('SELECT keyed');
