@@ -1,8 +1,5 @@
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openClickHouse } from '../../src/clickhouse/client.js';
 import { loadConfig } from '../../src/config/load.js';
@@ -10,7 +7,7 @@ import { listenShim } from '../../src/shim/server.js';
 import { refusedPort } from '../helpers/faults.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { compiled, makeApp, shimConfig, type AppUnderTest } from '../helpers/shim.js';
-import { missing, tools } from '../helpers/tools.js';
+import { certDir } from '../helpers/certs.js';
 import { needs } from '../helpers/requirement.js';
 
 /**
@@ -19,45 +16,16 @@ import { needs } from '../helpers/requirement.js';
  * server certificate, a client CA and a client certificate it signed, and a
  * second CA whose client certificate must be refused.
  */
-const dir = mkdtempSync(join(tmpdir(), 'dfe-shim-mtls-'));
-const at = (name: string) => join(dir, name);
-
-const opensslMissing = missing('openssl');
-
-/** openssl present but failing is a failure everywhere, not a skip. */
-function openssl(args: string[]): boolean {
-  const run = spawnSync(tools.openssl!, args, { encoding: 'utf8' });
-  if (run.status !== 0) throw new Error(`openssl ${args.join(' ')} failed: ${run.error?.message ?? run.stderr}`);
-  return true;
-}
-
-/** A CA, and a client certificate signed by it (clientAuth usage, as KEDA's would be). */
-function makeCaAndClient(prefix: string): boolean {
-  writeFileSync(at(`${prefix}-ext.cnf`), 'extendedKeyUsage=clientAuth\n');
-  return (
-    openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', `/CN=${prefix}-ca`, '-keyout', at(`${prefix}-ca.key`), '-out', at(`${prefix}-ca.crt`)]) &&
-    openssl(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${prefix}-keda`, '-keyout', at(`${prefix}-client.key`), '-out', at(`${prefix}-client.csr`)]) &&
-    openssl(['x509', '-req', '-in', at(`${prefix}-client.csr`), '-CA', at(`${prefix}-ca.crt`), '-CAkey', at(`${prefix}-ca.key`), '-CAcreateserial', '-days', '1', '-extfile', at(`${prefix}-ext.cnf`), '-out', at(`${prefix}-client.crt`)])
-  );
-}
-
-/** A replica's certificate as peers use it: server name 127.0.0.1, signed by `ca`, presented as a client certificate too. */
-function makeReplica(prefix: string, ca: string): boolean {
-  writeFileSync(at(`${prefix}-ext.cnf`), 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n');
-  return (
-    openssl(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${prefix}`, '-keyout', at(`${prefix}.key`), '-out', at(`${prefix}.csr`)]) &&
-    openssl(['x509', '-req', '-in', at(`${prefix}.csr`), '-CA', at(`${ca}-ca.crt`), '-CAkey', at(`${ca}-ca.key`), '-CAcreateserial', '-days', '1', '-extfile', at(`${prefix}-ext.cnf`), '-out', at(`${prefix}.crt`)])
-  );
-}
-
-const haveCerts =
-  opensslMissing === undefined &&
-  openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', at('server.key'), '-out', at('server.crt')]) &&
-  makeCaAndClient('right') &&
-  makeCaAndClient('wrong') &&
-  makeReplica('replica-a', 'right') &&
-  makeReplica('replica-b', 'right') &&
-  makeReplica('stranger', 'wrong');
+const certs = certDir('shim-mtls');
+const at = certs.at;
+const opensslMissing = certs.missing;
+certs.server();
+certs.caAndClient('right');
+certs.caAndClient('wrong');
+certs.replica('replica-a', 'right');
+certs.replica('replica-b', 'right');
+certs.replica('stranger', 'wrong');
+const haveCerts = opensslMissing === undefined;
 
 let db: TestDatabase;
 let t: AppUnderTest;
@@ -76,7 +44,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.app.close();
   await db?.close();
-  rmSync(dir, { recursive: true, force: true });
+  certs.remove();
 });
 
 type Outcome = { kind: 'answered'; status: number; body: unknown } | { kind: 'refused'; code: string };

@@ -1,32 +1,23 @@
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDfeError } from '../../src/errors.js';
 import { listenShim } from '../../src/shim/server.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { compiled, makeApp, type AppUnderTest } from '../helpers/shim.js';
-import { missing, tools } from '../helpers/tools.js';
+import { certDir } from '../helpers/certs.js';
 import { needs } from '../helpers/requirement.js';
 
 /**
  * TLS on the listener, through a real socket (a self-signed certificate made
  * by openssl for 127.0.0.1), and readyz turning 200 once the server listens.
  */
-const dir = mkdtempSync(join(tmpdir(), 'dfe-shim-tls-'));
-const certFile = join(dir, 'tls.crt');
-const keyFile = join(dir, 'tls.key');
-const opensslMissing = missing('openssl');
-const openssl = opensslMissing ? undefined : spawnSync(
-  tools.openssl!,
-  ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', keyFile, '-out', certFile],
-  { encoding: 'utf8' },
-);
-// openssl present but failing is a failure everywhere, not a skip.
-if (openssl && openssl.status !== 0) throw new Error(`openssl could not make a certificate: ${openssl.error?.message ?? openssl.stderr}`);
-const haveCert = openssl !== undefined;
+const certs = certDir('shim-tls');
+certs.server();
+const certFile = certs.at('server.crt');
+const keyFile = certs.at('server.key');
+const opensslMissing = certs.missing;
+const haveCert = opensslMissing === undefined;
 
 let db: TestDatabase;
 let t: AppUnderTest;
@@ -44,7 +35,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.app.close();
   await db?.close();
-  rmSync(dir, { recursive: true, force: true });
+  certs.remove();
 });
 
 function getJson(path: string): Promise<{ status: number; body: unknown }> {
@@ -71,7 +62,7 @@ needs(opensslMissing).describe('TLS listener', () => {
 
 describe('TLS files that cannot be read', () => {
   it('are a config error naming the setting and the path', async () => {
-    const missing = join(dir, 'missing.crt');
+    const missing = certs.at('missing.crt');
     const err = await makeApp({
       queries: [compiled('one', 'SELECT 1')],
       clickhouse: { backend: 'embedded', target: 'unused', client: undefined as never, afterQueryError: async () => undefined },

@@ -1,7 +1,4 @@
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { credentials, status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log.js';
@@ -10,6 +7,7 @@ import { openTestDatabase, type TestDatabase } from '../../helpers/clickhouse.js
 import { compiled, makeApp, shimConfig, type AppUnderTest } from '../../helpers/shim.js';
 import { scalerClient } from '../../helpers/grpc-client.js';
 import { needs } from '../../helpers/requirement.js';
+import { certDir } from '../../helpers/certs.js';
 
 /**
  * TLS and mutual TLS on the gRPC port with the HTTP listener's files
@@ -17,32 +15,11 @@ import { needs } from '../../helpers/requirement.js';
  * openssl CLI: a server certificate, a client CA and a client certificate it
  * signed, and a second CA whose client certificate must be refused.
  */
-const dir = mkdtempSync(join(tmpdir(), 'dfe-grpc-tls-'));
-const at = (name: string) => join(dir, name);
-
-function openssl(args: string[]): boolean {
-  const run = spawnSync('openssl', args, { encoding: 'utf8' });
-  if (run.status !== 0) console.warn(`openssl ${args[0]} failed: ${run.error?.message ?? run.stderr}`);
-  return run.status === 0;
-}
-
-function makeCaAndClient(prefix: string): boolean {
-  writeFileSync(at(`${prefix}-ext.cnf`), 'extendedKeyUsage=clientAuth\n');
-  return (
-    openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', `/CN=${prefix}-ca`, '-keyout', at(`${prefix}-ca.key`), '-out', at(`${prefix}-ca.crt`)]) &&
-    openssl(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${prefix}-keda`, '-keyout', at(`${prefix}-client.key`), '-out', at(`${prefix}-client.csr`)]) &&
-    openssl(['x509', '-req', '-in', at(`${prefix}-client.csr`), '-CA', at(`${prefix}-ca.crt`), '-CAkey', at(`${prefix}-ca.key`), '-CAcreateserial', '-days', '1', '-extfile', at(`${prefix}-ext.cnf`), '-out', at(`${prefix}-client.crt`)])
-  );
-}
-
-const haveCerts =
-  openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', at('server.key'), '-out', at('server.crt')]) &&
-  makeCaAndClient('right') &&
-  makeCaAndClient('wrong');
-if (!haveCerts) {
-  if (process.env.CI === 'true') throw new Error('openssl could not make the certificates (required under CI=true)');
-  console.warn('skipping gRPC TLS tests: openssl could not make the certificates');
-}
+const certs = certDir('grpc-tls');
+const at = certs.at;
+certs.server();
+certs.caAndClient('right');
+certs.caAndClient('wrong');
 
 let db: TestDatabase;
 const apps: AppUnderTest[] = [];
@@ -58,7 +35,7 @@ async function serve(env: Record<string, string>): Promise<RunningGrpc> {
 const SERVER = () => ({ DFE_KEDA_SHIM_TLS_CERT_FILE: at('server.crt'), DFE_KEDA_SHIM_TLS_KEY_FILE: at('server.key') });
 
 beforeAll(async () => {
-  if (!haveCerts) return;
+  if (certs.missing !== undefined) return;
   db = await openTestDatabase('grpc_tls');
   tlsOnly = await serve(SERVER());
   mutual = await serve({ ...SERVER(), DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE: at('right-ca.crt') });
@@ -68,7 +45,7 @@ afterAll(async () => {
   await mutual?.close();
   for (const t of apps) await t.app.close();
   await db?.close();
-  rmSync(dir, { recursive: true, force: true });
+  certs.remove();
 });
 
 /** GetMetrics over a fresh channel: the value, or the status code of the failure. */
@@ -90,14 +67,14 @@ async function valueWith(server: RunningGrpc, client: 'plain' | 'none' | 'right'
   }
 }
 
-needs(haveCerts ? undefined : 'openssl could not make the test certificates (apt-get install openssl)').describe('TLS on the gRPC port', () => {
+needs(certs.missing).describe('TLS on the gRPC port', () => {
   it('serves a client that trusts the server certificate; a plaintext client is refused', async () => {
     expect(await valueWith(tlsOnly, 'none')).toBe(2.5);
     expect(await valueWith(tlsOnly, 'plain')).toEqual({ code: status.UNAVAILABLE });
   });
 });
 
-needs(haveCerts ? undefined : 'openssl could not make the test certificates (apt-get install openssl)').describe('mutual TLS on the gRPC port', () => {
+needs(certs.missing).describe('mutual TLS on the gRPC port', () => {
   it('refuses a client without a certificate, or with one from another CA, in the handshake', async () => {
     expect(await valueWith(mutual, 'none')).toEqual({ code: status.UNAVAILABLE });
     expect(await valueWith(mutual, 'wrong')).toEqual({ code: status.UNAVAILABLE });
