@@ -133,6 +133,35 @@ needs(opensslMissing).describe('client-certificate TLS', () => {
     }
   });
 
+  it('replicas under TLS with certificates of a private CA: untrusted as peers, until NODE_EXTRA_CA_CERTS names that CA', async () => {
+    const tlsOnly = (replica: string) => ({ DFE_KEDA_SHIM_TLS_CERT_FILE: at(`${replica}.crt`), DFE_KEDA_SHIM_TLS_KEY_FILE: at(`${replica}.key`) });
+    const coldOne = compiled('one', 'SELECT 7', { coldHold: 3 });
+    const a = await makeApp({ queries: [coldOne], clickhouse: db.handle, env: tlsOnly('replica-a') });
+    const refused = await refusedPort();
+    const failing = await openClickHouse(loadConfig({ DFE_CLICKHOUSE_URL: refused.url }).clickhouse);
+    const others: AppUnderTest[] = [];
+    const before = process.env.NODE_EXTRA_CA_CERTS;
+    try {
+      const peerBase = await listenShim(a.app, { host: '127.0.0.1', port: 0 });
+      expect((await a.app.inject('/q/one')).json()).toMatchObject({ value: 7, source: 'fresh' });
+      const replicaB = async () => {
+        const t = await makeApp({ queries: [coldOne], clickhouse: failing, env: { ...tlsOnly('replica-b'), DFE_KEDA_SHIM_PEERS: peerBase, DFE_KEDA_SHIM_PEER_TIMEOUT_MS: '5000' } });
+        others.push(t);
+        return t;
+      };
+      delete process.env.NODE_EXTRA_CA_CERTS;
+      expect((await (await replicaB()).app.inject('/q/one')).json()).toEqual({ value: 3, source: 'cold_hold', age_seconds: 0 });
+      process.env.NODE_EXTRA_CA_CERTS = at('right-ca.crt');
+      expect((await (await replicaB()).app.inject('/q/one')).json()).toMatchObject({ value: 7, source: 'last_good' });
+    } finally {
+      if (before === undefined) delete process.env.NODE_EXTRA_CA_CERTS;
+      else process.env.NODE_EXTRA_CA_CERTS = before;
+      for (const t of others) await t.app.close();
+      await a.app.close();
+      await failing.close();
+    }
+  });
+
   it('a client CA without TLS is a configuration error naming the variable', () => {
     expect(() => shimConfig({ DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE: at('right-ca.crt') })).toThrow(/DFE_KEDA_SHIM_TLS_CLIENT_CA_FILE .*needs TLS/);
   });

@@ -81,17 +81,25 @@ export class PeerClient {
 
   /**
    * Under TLS: our own certificate as the client certificate (mutual TLS asks for one).
-   * Trusted for the peer's certificate: the client CA file when set, else Node's public CAs;
-   * and in both cases our own certificate file, so replicas sharing one self-signed
-   * certificate (or one whose file carries its CA) trust each other.
+   * Trusted for the peer's certificate: the client CA file when set, else what Node trusts
+   * by default (its public CAs and NODE_EXTRA_CA_CERTS, which an explicit `ca` list would
+   * otherwise drop); and in both cases our own certificate file, so replicas sharing one
+   * self-signed certificate (or one whose file carries its CA) trust each other.
    */
   private async tlsOptions(host: string): Promise<Record<string, unknown>> {
     const tls = this.shim.tls;
     if (tls === undefined) return { servername: host };
     const [cert, key] = await Promise.all([readFile(tls.certFile), readFile(tls.keyFile)]);
-    const trusted = tls.clientCaFile === undefined ? rootCertificates : [await readFile(tls.clientCaFile)];
+    const trusted = tls.clientCaFile === undefined ? await nodeDefaultCas() : [await readFile(tls.clientCaFile)];
     return { servername: host, cert, key, ca: [...trusted, cert] };
   }
+}
+
+/** Node's default trust: its public CAs, plus the file NODE_EXTRA_CA_CERTS names (unreadable: left out, as Node does). */
+async function nodeDefaultCas(): Promise<Array<string | Buffer>> {
+  const extra = process.env.NODE_EXTRA_CA_CERTS;
+  if (extra === undefined || extra === '') return [...rootCertificates];
+  return [...rootCertificates, ...(await readFile(extra).then((pem) => [pem], () => []))];
 }
 
 function parseReply(status: number, body: string): PeerReply {
