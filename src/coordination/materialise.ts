@@ -164,7 +164,7 @@ export async function materialise(
   }
   // Keeper mode: a removed hunt's keys go with it (docs/claim-protocol.md#keeper-mode, "Keys").
   try {
-    const deleted = await forgetRemovedHunts(client, database, hunts.map((h) => h.huntId), settings);
+    const deleted = await forgetRemovedHunts(client, database, hunts.map((h) => h.huntId));
     return { ...plan, keeperKeysDeleted: deleted };
   } catch (err) {
     return { ...plan, keeperKeysDeleted: 0, keeperCleanupError: err };

@@ -186,13 +186,12 @@ describe('Keeper-mode claims', () => {
     expect((await a.claim([{ huntId: 'gone-running', fire: 10 }])).get('gone-running')?.kind).toBe('won');
 
     const now = clock.nowMs() / 1000;
-    const settings = { read: {}, write: {} };
-    expect(await forgetRemovedHunts(db.handle.client, db.database, ['kept'], settings, now)).toBeGreaterThanOrEqual(4);
+    expect(await forgetRemovedHunts(db.handle.client, db.database, ['kept'], now)).toBeGreaterThanOrEqual(4);
     expect(await keys('kept')).toEqual(['kept/10']);
     expect(await keys('gone')).toEqual([]);
     expect(await keys('gone-crashed')).toEqual([]);
     // A run still in flight keeps its lease; its fire record goes (the watermark still guards the fire).
     expect(await keys('gone-running')).toEqual(['gone-running']);
-    expect(await forgetRemovedHunts(db.handle.client, db.database, ['kept'], settings, now)).toBe(0);
+    expect(await forgetRemovedHunts(db.handle.client, db.database, ['kept'], now)).toBe(0);
   });
 });

@@ -3,7 +3,6 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { qualifiedTable } from '../../clickhouse/identifiers.js';
 import { DfeError } from '../../errors.js';
 import type { Coordinator } from '../coordinator.js';
-import type { CoordinationSettings } from '../topology.js';
 import { TABLES } from '../tables.js';
 import type { ClaimOutcome, ClaimProtocol, ClaimRequest, HeldClaim } from './protocol.js';
 
@@ -221,7 +220,6 @@ export async function forgetRemovedHunts(
   client: ClickHouseClient,
   database: string,
   live: readonly string[],
-  settings: CoordinationSettings,
   nowSeconds?: number,
 ): Promise<number> {
   const exists = await client.query({
@@ -234,8 +232,9 @@ export async function forgetRemovedHunts(
   const now = nowSeconds === undefined ? 'toUnixTimestamp(now())' : '{now:Int64}';
   const where = `hunt_id NOT IN {live:Array(String)} AND (claim_key != hunt_id OR lease_until <= ${now})`;
   const params = { live: [...live], ...(nowSeconds === undefined ? {} : { now: nowSeconds }) };
-  const counted = await client.query({ query: `SELECT count() AS n FROM ${table} WHERE ${where}`, query_params: params, format: 'JSONEachRow', clickhouse_settings: settings.read });
+  // As the claims' own statements: Keeper is the one copy, so no replica or quorum settings.
+  const counted = await client.query({ query: `SELECT count() AS n FROM ${table} WHERE ${where}`, query_params: params, format: 'JSONEachRow' });
   const n = Number((await counted.json<{ n: number | string }>())[0]?.n ?? 0);
-  if (n > 0) await client.command({ query: `DELETE FROM ${table} WHERE ${where}`, query_params: params, clickhouse_settings: settings.write });
+  if (n > 0) await client.command({ query: `DELETE FROM ${table} WHERE ${where}`, query_params: params });
   return n;
 }
