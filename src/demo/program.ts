@@ -18,7 +18,7 @@ import type { RunnerMetrics } from '../runner/metrics.js';
 import { startRunner } from '../runner/start.js';
 import { createOtelGaugeTable } from '../pressure/otel-table.js';
 import { DEMO_PRESSURE_SERVICES, startPressureFeeder } from './pressure-feeder.js';
-import { startShim } from '../shim/start.js';
+import { startShim, type RunningShim } from '../shim/start.js';
 
 const EXAMPLE_HUNTS = fileURLToPath(new URL('../../../examples/hunts', import.meta.url));
 /** testkeeper + KeeperMap in-process, so the demo's runner claims through Keeper (docs/claim-protocol.md#keeper-mode). */
@@ -46,6 +46,22 @@ export interface RunningDemo {
   readonly logger: Logger;
   /** Stops the shim, the runner (in-flight runs finish), the feeders, then ClickHouse. */
   close(): Promise<void>;
+}
+
+/**
+ * The demo's shim. Its gRPC port is a convenience (9090 is also Prometheus's default), so one
+ * already taken moves to a free port, said in one line, instead of stopping the demo; the
+ * banner prints the address it got. The HTTP port stays strict (the README's curls name it).
+ */
+async function startDemoShim(config: AppConfig, logger: Logger): Promise<RunningShim> {
+  try {
+    return await startShim({ config, logger });
+  } catch (err) {
+    const grpc = config.shim.grpc;
+    if (grpc === undefined || !/DFE_KEDA_SHIM_GRPC_PORT/.test(String(err)) || !/EADDRINUSE/.test(String(err))) throw err;
+    logger.warn(`demo: gRPC port ${grpc.port} is taken; the demo's gRPC port is a free one instead (see below)`);
+    return startShim({ config: { ...config, shim: { ...config.shim, grpc: { ...grpc, port: 0 } } }, logger });
+  }
 }
 
 /** Starts the demo; rejects if startup fails (everything started so far is stopped first). Signals are the caller's. */
@@ -90,7 +106,7 @@ async function startAll(config: AppConfig, logger: Logger, handle: ClickHouseHan
   started.push(() => runner.stop());
   // The shim gets its own connection: on the embedded engine one connection runs one
   // query at a time and per-query settings outlive the query (see docs/embedded.md).
-  const shim = await startShim({ config, logger });
+  const shim = await startDemoShim(config, logger);
 
   const base = shim.url;
   const service = DEMO_PRESSURE_SERVICES[0]?.service ?? 'demo-ingest';

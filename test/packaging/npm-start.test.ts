@@ -166,4 +166,48 @@ describe('npm start (README "Two commands" and "Curl it")', () => {
       taken.close();
     }
   });
+
+  it('a gRPC port already taken: the demo starts anyway on a free gRPC port, says so, and serves KEDA there', async () => {
+    const taken = createServer().listen(0, '127.0.0.1');
+    await once(taken, 'listening');
+    try {
+      const { port } = taken.address() as AddressInfo;
+      const shimPort = await freePort();
+      const child = spawn(process.execPath, [join(REPO, 'dist', 'src', 'cli', 'demo.js')], {
+        cwd: REPO,
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: childEnv({
+          DFE_EMBEDDED_PATH: join(scratch, 'grpc-taken'),
+          DFE_KEDA_SHIM_PORT: String(shimPort),
+          DFE_HUNT_RUNNER_METRICS_PORT: String(await freePort()),
+          DFE_KEDA_SHIM_GRPC_PORT: String(port),
+        }),
+      });
+      running = child;
+      let output = '';
+      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      for (let attempt = 0; attempt < 300 && !output.includes('Ctrl-C stops it') && child.exitCode === null; attempt++) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      expect(output, 'the demo never printed its banner').toContain('Ctrl-C stops it');
+      expect(output).toContain(`gRPC port ${port} is taken`);
+      const address = /gRPC (127\.0\.0\.1:\d+): KEDA/.exec(output)?.[1];
+      expect(address, output).toBeDefined();
+      expect(address).not.toBe(`127.0.0.1:${port}`);
+      const scaler = scalerClient(address!);
+      try {
+        expect((await scaler.getMetrics({ query: 'backlog' }, 'backlog')).metricValues).toHaveLength(1);
+      } finally {
+        scaler.close();
+      }
+      expect((await fetch(`http://127.0.0.1:${shimPort}/readyz`)).status).toBe(200);
+      child.kill('SIGTERM');
+      const [code] = await once(child, 'exit');
+      expect(code, output).toBe(0);
+    } finally {
+      taken.close();
+    }
+  });
 });
