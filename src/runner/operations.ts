@@ -19,10 +19,14 @@ export function schemaStatements(config: AppConfig): Promise<{ readonly statemen
   return withCoordination(config, async ({ topology }) => {
     const database = config.clickhouse.dataDatabase;
     const statements = schemaDdl(database, topology, { runRetentionDays: config.clickhouse.runRetentionDays });
-    // Keeper claims' table too, unless the table protocol is forced: `--apply` creates it only
-    // where the probe finds KeeperMap working (docs/claim-protocol.md#choosing-the-mode).
+    // Keeper claims' table too, unless the table protocol is forced, as a comment: `--apply`
+    // creates it only where the probe finds KeeperMap working and records the mode
+    // (docs/claim-protocol.md#choosing-the-mode), so piping this output to a server without
+    // KeeperMap still applies cleanly.
     if (config.runner.claims === 'tables') return { statements };
-    const keeper = `-- Keeper claims: created by \`schema --apply\` only where KeeperMap works (needs <keeper_map_path_prefix>); else runners use the table protocol\n${keeperClaimTableDdl(database, topology)}`;
+    const keeper =
+      '-- Keeper claims: `schema --apply` creates this where KeeperMap works (needs <keeper_map_path_prefix>) and records the mode; else runners use the table protocol\n' +
+      `-- ${keeperClaimTableDdl(database, topology)}`;
     return { statements: [...statements, keeper] };
   });
 }
