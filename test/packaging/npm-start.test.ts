@@ -42,31 +42,36 @@ function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, npm_config_update_notifier: 'false', ...extra };
 }
 
-async function startDemo(name: string) {
-  const [shimPort, metricsPort, grpcPort] = [await freePort(), await freePort(), await freePort()];
-  const child = spawn('npm', ['start', '--ignore-scripts'], {
-    cwd: REPO,
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: childEnv({
-      DFE_EMBEDDED_PATH: join(scratch, name),
-      DFE_KEDA_SHIM_PORT: String(shimPort),
-      DFE_HUNT_RUNNER_METRICS_PORT: String(metricsPort),
-      DFE_KEDA_SHIM_GRPC_PORT: String(grpcPort),
-    }),
-  });
+/** The demo as `npm start` runs it, or (`direct`) its built entry with node; output collected. */
+function spawnDemo(how: 'npm' | 'direct', env: Record<string, string>) {
+  const [command, args]: [string, string[]] = how === 'npm' ? ['npm', ['start', '--ignore-scripts']] : [process.execPath, [join(REPO, 'dist', 'src', 'cli', 'demo.js')]];
+  const child = spawn(command, args, { cwd: REPO, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: childEnv(env) });
   running = child;
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  // Bounded: the banner comes once the schema, the demo tables, the runner and the shim are up.
-  for (let attempt = 0; attempt < 300 && !output.includes('Ctrl-C stops it'); attempt++) {
-    if (child.exitCode !== null) break;
+  return { child, output: () => output };
+}
+
+/** Bounded: the banner comes once the schema, the demo tables, the runner and the shim are up. */
+async function untilBanner(demo: ReturnType<typeof spawnDemo>): Promise<void> {
+  for (let attempt = 0; attempt < 300 && !demo.output().includes('Ctrl-C stops it') && demo.child.exitCode === null; attempt++) {
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
-  expect(output, 'npm start never printed its banner').toContain('Ctrl-C stops it');
+  expect(demo.output(), 'the demo never printed its banner').toContain('Ctrl-C stops it');
+}
+
+async function startDemo(name: string) {
+  const [shimPort, metricsPort, grpcPort] = [await freePort(), await freePort(), await freePort()];
+  const demo = spawnDemo('npm', {
+    DFE_EMBEDDED_PATH: join(scratch, name),
+    DFE_KEDA_SHIM_PORT: String(shimPort),
+    DFE_HUNT_RUNNER_METRICS_PORT: String(metricsPort),
+    DFE_KEDA_SHIM_GRPC_PORT: String(grpcPort),
+  });
+  await untilBanner(demo);
   const shim = `http://127.0.0.1:${shimPort}`;
-  return { child, shim, runner: `http://127.0.0.1:${metricsPort}`, grpc: `127.0.0.1:${grpcPort}`, output: () => output.slice(-3000) };
+  return { child: demo.child, shim, runner: `http://127.0.0.1:${metricsPort}`, grpc: `127.0.0.1:${grpcPort}`, output: () => demo.output().slice(-3000) };
 }
 
 /** True while anything still answers at the URL; waits (bounded) for it to go away. */
@@ -144,24 +149,15 @@ describe('npm start (README "Two commands" and "Curl it")', () => {
     await once(taken, 'listening');
     try {
       const { port } = taken.address() as AddressInfo;
-      const child = spawn(process.execPath, [join(REPO, 'dist', 'src', 'cli', 'demo.js')], {
-        cwd: REPO,
-        detached: true,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: childEnv({
-          DFE_EMBEDDED_PATH: join(scratch, 'taken'),
-          DFE_KEDA_SHIM_PORT: String(port),
-          DFE_HUNT_RUNNER_METRICS_PORT: String(await freePort()),
-          DFE_KEDA_SHIM_GRPC_PORT: String(await freePort()),
-        }),
+      const { child, output } = spawnDemo('direct', {
+        DFE_EMBEDDED_PATH: join(scratch, 'taken'),
+        DFE_KEDA_SHIM_PORT: String(port),
+        DFE_HUNT_RUNNER_METRICS_PORT: String(await freePort()),
+        DFE_KEDA_SHIM_GRPC_PORT: String(await freePort()),
       });
-      running = child;
-      let output = '';
-      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
       const [code, signal] = await once(child, 'exit');
-      expect({ code, signal }, output).toEqual({ code: 1, signal: null });
-      expect(output).toMatch(new RegExp(`EADDRINUSE.*127\\.0\\.0\\.1:${port}`));
+      expect({ code, signal }, output()).toEqual({ code: 1, signal: null });
+      expect(output()).toMatch(new RegExp(`EADDRINUSE.*127\\.0\\.0\\.1:${port}`));
     } finally {
       taken.close();
     }
@@ -173,25 +169,14 @@ describe('npm start (README "Two commands" and "Curl it")', () => {
     try {
       const { port } = taken.address() as AddressInfo;
       const shimPort = await freePort();
-      const child = spawn(process.execPath, [join(REPO, 'dist', 'src', 'cli', 'demo.js')], {
-        cwd: REPO,
-        detached: true,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: childEnv({
-          DFE_EMBEDDED_PATH: join(scratch, 'grpc-taken'),
-          DFE_KEDA_SHIM_PORT: String(shimPort),
-          DFE_HUNT_RUNNER_METRICS_PORT: String(await freePort()),
-          DFE_KEDA_SHIM_GRPC_PORT: String(port),
-        }),
+      const demo = spawnDemo('direct', {
+        DFE_EMBEDDED_PATH: join(scratch, 'grpc-taken'),
+        DFE_KEDA_SHIM_PORT: String(shimPort),
+        DFE_HUNT_RUNNER_METRICS_PORT: String(await freePort()),
+        DFE_KEDA_SHIM_GRPC_PORT: String(port),
       });
-      running = child;
-      let output = '';
-      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      for (let attempt = 0; attempt < 300 && !output.includes('Ctrl-C stops it') && child.exitCode === null; attempt++) {
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
-      expect(output, 'the demo never printed its banner').toContain('Ctrl-C stops it');
+      await untilBanner(demo);
+      const output = demo.output();
       expect(output).toContain(`gRPC port ${port} is taken`);
       const address = /gRPC (127\.0\.0\.1:\d+): KEDA/.exec(output)?.[1];
       expect(address, output).toBeDefined();
@@ -203,9 +188,9 @@ describe('npm start (README "Two commands" and "Curl it")', () => {
         scaler.close();
       }
       expect((await fetch(`http://127.0.0.1:${shimPort}/readyz`)).status).toBe(200);
-      child.kill('SIGTERM');
-      const [code] = await once(child, 'exit');
-      expect(code, output).toBe(0);
+      demo.child.kill('SIGTERM');
+      const [code] = await once(demo.child, 'exit');
+      expect(code, demo.output()).toBe(0);
     } finally {
       taken.close();
     }
