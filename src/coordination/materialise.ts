@@ -1,5 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { qualifiedTable, quoteDatabase } from '../clickhouse/identifiers.js';
+import type { Logger } from '../log.js';
 import type { CoordinationSettings } from './topology.js';
 import type { HuntSpec } from '../schedule/hunt-spec.js';
 import { TABLES } from './tables.js';
@@ -105,6 +106,12 @@ export interface MaterialiseResult extends MaterialisePlan {
   readonly keeperKeysDeleted: number;
   /** Set when that cleanup failed (the schedule was written; the keys wait for the next run). */
   readonly keeperCleanupError?: unknown;
+}
+
+/** The warning of a failed Keeper cleanup, if any: the one line both callers of `materialise` log. */
+export function warnKeeperCleanup(log: Pick<Logger, 'warn'>, result: MaterialiseResult): void {
+  if (result.keeperCleanupError === undefined) return;
+  log.warn({ err: result.keeperCleanupError }, 'could not delete the Keeper keys of removed hunts; the next materialise tries again');
 }
 
 export function materialiseSummary(plan: MaterialisePlan | MaterialiseResult, database: string): string {

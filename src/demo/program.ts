@@ -18,6 +18,7 @@ import type { RunnerMetrics } from '../runner/metrics.js';
 import { startRunner } from '../runner/start.js';
 import { createOtelGaugeTable } from '../pressure/otel-table.js';
 import { DEMO_PRESSURE_SERVICES, startPressureFeeder } from './pressure-feeder.js';
+import { isGrpcPortTaken } from '../shim/grpc/server.js';
 import { startShim, type RunningShim } from '../shim/start.js';
 
 const EXAMPLE_HUNTS = fileURLToPath(new URL('../../../examples/hunts', import.meta.url));
@@ -58,7 +59,7 @@ async function startDemoShim(config: AppConfig, logger: Logger): Promise<Running
     return await startShim({ config, logger });
   } catch (err) {
     const grpc = config.shim.grpc;
-    if (grpc === undefined || !/DFE_KEDA_SHIM_GRPC_PORT/.test(String(err)) || !/EADDRINUSE/.test(String(err))) throw err;
+    if (grpc === undefined || !isGrpcPortTaken(err)) throw err;
     logger.warn(`demo: gRPC port ${grpc.port} is taken; the demo's gRPC port is a free one instead (see below)`);
     return startShim({ config: { ...config, shim: { ...config.shim, grpc: { ...grpc, port: 0 } } }, logger });
   }

@@ -21,7 +21,7 @@ export interface ShimContext {
   readonly status: StatusBoard;
   /** Lifecycle: `starting` until the server listens, `listening` after, `closing` once close begins. */
   readonly lifecycle: { state: 'starting' | 'listening' | 'closing' };
-  /** The gRPC port, once start.ts has opened it (for /status); `server` stays undefined when it is off. */
+  /** The gRPC port while it listens (grpc/server.ts registers itself), for /status; undefined when off. */
   readonly grpc: { server: GrpcStatusSource | undefined };
 }
 

@@ -59,6 +59,11 @@ function hostPort(host: string, port: number): string {
   return host.includes(':') && !host.startsWith('[') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
+/** True for startGrpcServer's failure to listen because the port is taken (@grpc/grpc-js says so only in its message). */
+export function isGrpcPortTaken(err: unknown): boolean {
+  return err instanceof Error && err.message.startsWith('gRPC listen on ') && /EADDRINUSE/.test(err.message);
+}
+
 export async function startGrpcServer(options: GrpcServerOptions): Promise<RunningGrpc> {
   const { ctx, logger } = options;
   const credentials = grpcCredentials(options.shim.tls);

@@ -95,11 +95,20 @@ export class PeerClient {
   }
 }
 
-/** Node's default trust: its public CAs, plus the file NODE_EXTRA_CA_CERTS names (unreadable: left out, as Node does). */
-async function nodeDefaultCas(): Promise<Array<string | Buffer>> {
-  const extra = process.env.NODE_EXTRA_CA_CERTS;
-  if (extra === undefined || extra === '') return [...rootCertificates];
-  return [...rootCertificates, ...(await readFile(extra).then((pem) => [pem], () => []))];
+/**
+ * Node's default trust: its public CAs, plus the file NODE_EXTRA_CA_CERTS names (unreadable:
+ * left out, as Node does). Each file is read once.
+ */
+const defaultCas = new Map<string, Promise<ReadonlyArray<string | Buffer>>>();
+function nodeDefaultCas(): Promise<ReadonlyArray<string | Buffer>> {
+  const extra = process.env.NODE_EXTRA_CA_CERTS ?? '';
+  if (extra === '') return Promise.resolve(rootCertificates);
+  let cas = defaultCas.get(extra);
+  if (cas === undefined) {
+    cas = readFile(extra).then((pem) => [...rootCertificates, pem], () => rootCertificates);
+    defaultCas.set(extra, cas);
+  }
+  return cas;
 }
 
 function parseReply(status: number, body: string): PeerReply {
