@@ -193,8 +193,7 @@ min / median / max, and is judged on the median; \`npm run bench\` exits 1 when 
   (bench/smoothing-fleet.ts: periods 300/900/3600 s, log-normal costs, Δ 30 s, CPU sized to 30%
   busy on average, memory cap 2.5 × the mean concurrent memory). Flatness with every hunt on its
   period boundary and with the hashed offsets of docs/schedule.md#phase-offset (the baseline), then after
-  planning from the hashed offsets until a cycle finds no move, at the runner's default settings
-  and again with a ten times finer hysteresis. The plan is replayed move by
+  planning from the hashed offsets until a cycle finds no move. The plan is replayed move by
   move on \`buildCurve\` to check max_step, a falling J and the memory cap. One cycle is the
   whole \`planCycle\` call, timed from the hashed start and on the settled fleet (every hunt
   tried, nothing moved: the worst case), seven cycles each, as CPU time of the process (the
