@@ -22,7 +22,7 @@ const NOISE = 1e-12;
  * shrinks as the fleet grows, so a margin on the whole J would stop a large fleet early (at
  * 10 000 hunts, 0.001 × J stopped the bench fleet at peak/mean 1.35). Never below rounding noise.
  */
-export function moveThreshold(hysteresis: number, partOfJ: number, objective: number): number {
+function moveThreshold(hysteresis: number, partOfJ: number, objective: number): number {
   return Math.max(hysteresis * partOfJ, NOISE * objective);
 }
 
