@@ -135,13 +135,16 @@ export async function benchSmoothing(): Promise<BenchLine[]> {
   for (const size of SMOOTHING_SIZES) {
     const fleet = syntheticFleet(size);
     const settings = fleetSettings(fleet, 3600);
-    lines.push(benchFleet(fleet, settings, ' (defaults: max_step T/4, hysteresis 0.001, cool-down 3)'));
+    const defaults = `max_step T/${Math.round(1 / settings.maxStepFraction)}, hysteresis ${settings.hysteresis}, cool-down ${settings.cooldownCycles}`;
+    lines.push(benchFleet(fleet, settings, ` (defaults: ${defaults})`));
   }
-  // The hysteresis is relative to J, and one hunt's share of J shrinks as the fleet grows:
-  // the same figures with a ten times finer hysteresis show how much of the stall is that.
+  // The hysteresis is relative to the moved hunt's own part of J, so one default should fit
+  // every size; the same fleets with a ten times finer one show what the default leaves unflattened.
   for (const size of SMOOTHING_SIZES) {
     const fleet = syntheticFleet(size);
-    lines.push(benchFleet(fleet, { ...fleetSettings(fleet, 3600), hysteresis: 0.0001 }, ', hysteresis 0.0001'));
+    const settings = fleetSettings(fleet, 3600);
+    const finer = settings.hysteresis / 10;
+    lines.push(benchFleet(fleet, { ...settings, hysteresis: finer }, `, hysteresis ${finer}`));
   }
   await Promise.resolve();
   return lines;

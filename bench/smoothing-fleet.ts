@@ -1,3 +1,4 @@
+import { loadConfig } from '../src/config/load.js';
 import type { HuntLoad, PlannerSettings } from '../src/smoothing/model.js';
 
 /**
@@ -53,7 +54,7 @@ export function withOffsets(fleet: readonly FleetHunt[], offset: (hunt: FleetHun
 /**
  * Settings sized to the fleet: CPU cores so that the mean CPU load is 30% of capacity, and a
  * memory cap 2.5 × the mean concurrent memory (the cap binds at the boundary start, not
- * at a hashed one).
+ * at a hashed one). The controller's settings are the runner's defaults.
  */
 export function fleetSettings(fleet: readonly FleetHunt[], hyperperiodSeconds: number, bucketSeconds = 30): PlannerSettings {
   let cpuUsPerHour = 0;
@@ -65,13 +66,14 @@ export function fleetSettings(fleet: readonly FleetHunt[], hyperperiodSeconds: n
     memoryBucketBytes += fires * width * hunt.cost.memoryBytes;
   }
   const buckets = hyperperiodSeconds / bucketSeconds;
+  const { maxStepFraction, hysteresis, cooldownCycles } = loadConfig({}).runner.smoothing;
   return {
     bucketSeconds,
     cpuCores: cpuUsPerHour / buckets / (bucketSeconds * 1e6) / 0.3,
     memoryCapBytes: Math.round((2.5 * memoryBucketBytes) / buckets),
     weights: { cpu: 0.5, mem: 0.5 },
-    maxStepFraction: 0.25,
-    hysteresis: 0.001,
-    cooldownCycles: 3,
+    maxStepFraction,
+    hysteresis,
+    cooldownCycles,
   };
 }

@@ -76,7 +76,7 @@ export interface SmoothingConfig {
   readonly bucketSeconds: number;
   /** max_step = floor(T × fraction), default 0.25. */
   readonly maxStepFraction: number;
-  /** Commit only if J falls by more than hysteresis × J, default 0.001. */
+  /** Commit a move only if J falls by more than hysteresis × J_i, the moved hunt's own part of J. */
   readonly hysteresis: number;
   /** Cycles a moved hunt stays put, default 3. */
   readonly cooldownCycles: number;

@@ -216,7 +216,9 @@ export const envSchema = z.object({
   DFE_HUNT_SMOOTHING_CYCLE_SECONDS: positiveNumber.default(300),
   DFE_HUNT_SMOOTHING_BUCKET_SECONDS: positiveInteger.default(30),
   DFE_HUNT_SMOOTHING_MAX_STEP_FRACTION: fraction.default(0.25),
-  DFE_HUNT_SMOOTHING_HYSTERESIS: nonNegativeNumber.default(0.001),
+  // Relative to the moved hunt's own part of J, so one default fits 200 and 10 000 hunts alike
+  // (docs/smoothing.md "The controller"; the bench's fleets settle at peak/mean ≤ 1.2 with it).
+  DFE_HUNT_SMOOTHING_HYSTERESIS: nonNegativeNumber.default(0.1),
   DFE_HUNT_SMOOTHING_COOLDOWN_CYCLES: nonNegativeInteger.default(3),
   DFE_HUNT_SMOOTHING_SETTLING_SECONDS: positiveInteger.default(604_800),
   DFE_HUNT_SMOOTHING_COST_WINDOW_SECONDS: positiveInteger.default(86_400),

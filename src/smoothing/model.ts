@@ -21,7 +21,7 @@ export interface CurveSettings {
 
 export interface PlannerSettings extends CurveSettings {
   readonly maxStepFraction: number;     // default 0.25 (max_step = floor(T × fraction), at least 1 s)
-  readonly hysteresis: number;          // default 0.001 (commit only if J falls by > hysteresis × J)
+  readonly hysteresis: number;          // commit only if J falls by > hysteresis × J_i, J_i = Σ_b 2·P(b)·p_i(b) the moved hunt's part of J
   readonly cooldownCycles: number;      // default 3
 }
 

@@ -137,6 +137,21 @@ export class CurveState {
   }
 
   /**
+   * Hunt i's own part of J, J_i = Σ_b 2·P(b)·p_i(b) over the buckets it covers (p_i(b) its own
+   * pressure there): the yardstick of the hysteresis (docs/smoothing.md "The controller").
+   * O(fires × d), from the coverage `beginTrials(i)` recorded; only between it and `endTrials`.
+   */
+  partOfJ(i: number): number {
+    const q = this.unit[i] ?? 0;
+    let part = 0;
+    for (let k = 0; k < this.oldLength; k++) {
+      const b = this.oldList[k] ?? 0;
+      part += 2 * (this.pressure[b] ?? 0) * q * (this.oldCount[b] ?? 0);
+    }
+    return part;
+  }
+
+  /**
    * Hunt i's own share of P(b): what leaves bucket b if it moves. Only between
    * `beginTrials(i)` and `endTrials`.
    */

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { loadConfig } from '../../src/config/load.js';
 import type { HuntLoad, PlannerSettings } from '../../src/smoothing/model.js';
 
 /** Small random fleets and settings for the planner's property tests (lcm of periods ≤ 1 800 s). */
@@ -29,17 +30,17 @@ export const settingsArb: fc.Arbitrary<PlannerSettings> = fc.record({
   memoryCapBytes: fc.integer({ min: 500, max: 4_000 }),
   weights: fc.constantFrom({ cpu: 0.5, mem: 0.5 }, { cpu: 1, mem: 0 }, { cpu: 0.2, mem: 0.8 }),
   maxStepFraction: fc.constantFrom(0.05, 0.125, 0.25, 0.5),
-  hysteresis: fc.constantFrom(0, 0.001, 0.01),
+  hysteresis: fc.constantFrom(0, 0.01, 0.1, 0.5), // relative to the moved hunt's part of J
   cooldownCycles: fc.integer({ min: 0, max: 3 }),
 });
 
-/** Planner settings for the hand-checked small fleets (Δ 30 s, 1 core, a 200-byte memory cap). */
+/** Planner settings for the hand-checked small fleets (Δ 30 s, 1 core, a 200-byte memory cap, the default hysteresis). */
 export const SMALL_FLEET_SETTINGS: PlannerSettings = Object.freeze({
   bucketSeconds: 30,
   cpuCores: 1,
   memoryCapBytes: 200,
   weights: { cpu: 0.5, mem: 0.5 },
   maxStepFraction: 0.25,
-  hysteresis: 0.001,
+  hysteresis: loadConfig({}).runner.smoothing.hysteresis,
   cooldownCycles: 3,
 });
