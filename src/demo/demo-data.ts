@@ -28,7 +28,8 @@ export function demoTablesDdl(database: string): string[] {
       entity String,
       hits UInt64,
       details String
-    ) ENGINE = MergeTree ORDER BY (hunt_id, detected_at)`,
+    ) ENGINE = MergeTree ORDER BY (hunt_id, detected_at)
+    SETTINGS non_replicated_deduplication_window = 1000`,
   ];
 }
 
