@@ -4,7 +4,7 @@ import type { HuntSpec } from '../schedule/hunt-spec.js';
 import { outputTables } from '../schedule/output-tables.js';
 
 /**
- * Whether a hunt's output tables deduplicate a repeated insert (docs/claim-protocol.md): a
+ * Whether a hunt's output tables deduplicate a repeated insert (docs/hunts.md#output-tables): a
  * window run twice sends the same `insert_deduplication_token`, and only a table that
  * deduplicates keeps one copy. Replicated (and Shared) MergeTree tables do by default
  * (`replicated_deduplication_window`, 100 in ClickHouse's defaults); a plain MergeTree table
@@ -134,7 +134,7 @@ export function warnOutputDedup(log: Pick<Logger, 'warn'>, findings: readonly Ou
   for (const finding of withoutDedup(findings)) {
     log.warn(
       { hunt_id: finding.huntId, table: finding.table, engine: finding.engine ?? null, fix: dedupFix(finding) },
-      `${describeFinding(finding)}; a window run twice would write its rows twice (docs/claim-protocol.md); fix: ${dedupFix(finding)}`,
+      `${describeFinding(finding)}; a window run twice would write its rows twice (docs/hunts.md#output-tables); fix: ${dedupFix(finding)}`,
     );
   }
 }
