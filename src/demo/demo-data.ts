@@ -30,6 +30,8 @@ export function demoTablesDdl(database: string): string[] {
       details String
     ) ENGINE = MergeTree ORDER BY (hunt_id, detected_at)
     SETTINGS non_replicated_deduplication_window = 1000`,
+    // A data directory from before the setting: its table gets it too (docs/hunts.md#output-tables).
+    `ALTER TABLE ${qualifiedTable(database, 'detections')} MODIFY SETTING non_replicated_deduplication_window = 1000`,
   ];
 }
 
