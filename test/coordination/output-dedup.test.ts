@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkOutputDedup, dedupFix, dedupVerdict, warnOutputDedup, type OutputDedupFinding } from '../../src/coordination/output-dedup.js';
 import { compileHuntFile, type HuntSpec } from '../../src/schedule/hunt-spec.js';
+import { materialise, warnMaterialise } from '../../src/coordination/materialise.js';
+import { applySchema } from '../../src/coordination/topology.js';
 import { capturingLogger } from '../helpers/logger.js';
 import { openKeeperDatabase } from '../helpers/keeper.js';
 import type { TestDatabase } from '../helpers/clickhouse.js';
@@ -71,6 +73,26 @@ describe('whether a hunt output table deduplicates a repeated insert', () => {
     expect(String(lines[0]?.msg)).toContain(`hunt h_one writes ${db.database}.memory: Memory never deduplicates inserts`);
     expect(String(lines[0]?.fix)).toContain('non_replicated_deduplication_window');
   });
+});
+
+describe('materialise', () => {
+  it('returns the findings with the plan and logs one warning per hunt and table without deduplication', async () => {
+    await applySchema(db.handle.client, db.database, { kind: 'single' });
+    const hunts = [hunt('m_memory', `${db.database}.memory`), hunt('m_windowed', `${db.database}.windowed`), hunt('m_log', `${db.database}.log`)];
+    const result = await materialise(db.handle.client, db.database, hunts, { read: {}, write: {} });
+    expect(result.added).toBe(3);
+    expect(result.outputDedup.map((f) => [f.huntId, f.verdict.kind])).toEqual([
+      ['m_memory', 'not-deduplicated'],
+      ['m_windowed', 'deduplicated'],
+      ['m_log', 'not-deduplicated'],
+    ]);
+    const { logger, lines } = capturingLogger();
+    warnMaterialise(logger, result);
+    expect(lines.map((l) => [l.hunt_id, l.table, l.engine])).toEqual([
+      ['m_memory', `${db.database}.memory`, 'Memory'],
+      ['m_log', `${db.database}.log`, 'Log'],
+    ]);
+  }, 60_000);
 });
 
 describe('the verdict of an engine (pure)', () => {
