@@ -108,6 +108,9 @@ describe('dfe-hunt-runner doctor on the embedded engine', () => {
     const checks = byName(await runDoctor(config, { role: 'shim' }));
     expect(checks.get('keeper / claim mode')?.detail).toBe("keeper (recorded in hunt_coordination; not probed: the shim's user is read-only)");
     expect(checks.get('grants')?.detail).toMatch(/^user default as the shim's: all 6 needed privilege\(s\) granted$/);
+    // Where no hunts are mounted (the shim's pod), the output line warns instead of failing.
+    const shimPod = byName(await runDoctor(loadConfig({ ...env, DFE_HUNTS_DIR: join(hunts.dir, 'absent') }), { role: 'shim' }));
+    expect(shimPod.get('output dedup')).toMatchObject({ status: 'warn', detail: expect.stringMatching(/^hunts not read: /) });
     expect((await cli('--as', 'nobody')).code).toBe(2);
   }, 60_000);
 });
