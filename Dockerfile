@@ -6,8 +6,9 @@
 #   docker run --rm -e DFE_CLICKHOUSE_URL=http://clickhouse:8123 -v "$PWD/hunts:/etc/dfe/hunts:ro" \
 #     dfe-keda-shim dfe-hunt-runner materialise        # DFE_HUNTS_DIR is /etc/dfe/hunts (mount it)
 #
-# Node 22 is the current LTS line here (Node 20 is past end of life; the code still runs on it).
-ARG NODE_IMAGE=node:22-slim
+# Node 24, the current LTS line and the Node `.ci/run` tests besides the build machines' Node 20
+# (README, "Node versions").
+ARG NODE_IMAGE=node:24-slim
 
 # ---- build: compile TypeScript to dist/ ----------------------------------------------------
 FROM ${NODE_IMAGE} AS build

@@ -18,6 +18,7 @@ const LAYERS = {
   smoothing: ['coordination', 'schedule', 'clickhouse', 'config', 'telemetry'],
   runner: ['smoothing', 'coordination', 'schedule', 'clickhouse', 'config', 'telemetry'],
   shim: ['catalogue', 'coordination', 'pressure', 'clickhouse', 'config', 'telemetry'],
+  doctor: ['coordination', 'schedule', 'pressure', 'clickhouse', 'config', 'telemetry'],
   demo: ['shim', 'runner', 'catalogue', 'smoothing', 'coordination', 'schedule', 'pressure', 'clickhouse', 'config', 'telemetry'],
 };
 const FOLDERS = [...Object.keys(LAYERS), 'cli'];

@@ -10,6 +10,8 @@ import { enableHuntNow, SMOOTHING_VERBS, smoothingCommand, type SmoothingVerb } 
 import { exitWhenDone, invokedDirectly, launch, reportFailure, type FailureStyle, type Program, type Running } from './shell.js';
 import { withTelemetry } from '../telemetry/start.js';
 import { formatVerifyReport, verifyCoordination } from '../runner/verify-coordination.js';
+import { runDoctor } from '../doctor/doctor.js';
+import { doctorJson, failed, formatDoctor } from '../doctor/report.js';
 
 const USAGE = `Usage: dfe-hunt-runner <command> [options]
 
@@ -19,6 +21,10 @@ Commands:
   due [--json]             the hunts due now by the ClickHouse clock (what the shim's backlog counts)
   run-now <hunt_id>        request a run of a hunt now; served after its scheduled fire
   schema [--apply|--print] print (default) or apply the coordination tables' DDL (idempotent)
+  doctor [--json] [--as runner|shim]
+                           check the configured ClickHouse: version, Keeper and the claim mode, the
+                           user's grants, the schema, span log, clock skew, due-query latency,
+                           max_execution_time, output-table deduplication; exit 1 on a failing check
   enable <hunt_id>         lift an auto-disable (memory-limit crash-loop or a ceiling)
   verify-coordination --runners N --seconds S [--keep]
                            race N runners on hunts firing every second in a scratch database;
@@ -86,6 +92,7 @@ function parse(argv: string[]): Parsed {
       runners: { type: 'string' },
       seconds: { type: 'string' },
       keep: { type: 'boolean' },
+      as: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -205,6 +212,16 @@ async function verifyCommand(config: AppConfig, flags: Flags): Promise<void> {
   }
 }
 
+/** docs/operations.md#doctor: parse, check, print; a failing check exits 1. */
+async function doctorCommand(config: AppConfig, flags: Flags): Promise<void> {
+  const role = flags.as ?? 'runner';
+  if (role !== 'runner' && role !== 'shim') throw new DfeError('USAGE', `--as must be runner or shim, got ${JSON.stringify(role)}`);
+  const report = await runDoctor(config, { role });
+  print(flags.json ? doctorJson(report) : formatDoctor(report));
+  const failing = failed(report);
+  if (failing.length > 0) throw new DfeError('CLICKHOUSE_FAILED', `${failing.length} check(s) failed: ${failing.map((c) => c.name).join(', ')}`);
+}
+
 /** The one-shot commands: each ends with exit 0, or throws. */
 const COMMANDS: Readonly<Record<string, (config: AppConfig, parsed: Parsed) => Promise<void>>> = {
   materialise: async (config) => print(`${await materialiseHunts(config, stderrLogger(config))}\n`),
@@ -214,6 +231,7 @@ const COMMANDS: Readonly<Record<string, (config: AppConfig, parsed: Parsed) => P
   enable: (config, { rest }) => enableCommand(config, needsHuntId('enable', rest[0])),
   smoothing: (config, { rest, flags }) => smoothingVerbCommand(config, rest[0], flags),
   'verify-coordination': (config, { flags }) => verifyCommand(config, flags),
+  doctor: (config, { flags }) => doctorCommand(config, flags),
 };
 
 /** Runs the CLI. Resolves with the running runner (`run`), or the exit code. */

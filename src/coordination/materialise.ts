@@ -5,6 +5,7 @@ import type { CoordinationSettings } from './topology.js';
 import type { HuntSpec } from '../schedule/hunt-spec.js';
 import { TABLES } from './tables.js';
 import { forgetRemovedHunts } from './claims/keeper-claims.js';
+import { checkOutputDedup, warnOutputDedup, type OutputDedupFinding } from './output-dedup.js';
 
 /**
  * `materialise` (docs/tables.md#materialise), the only writer of hunt_schedule: one row per live
@@ -106,12 +107,24 @@ export interface MaterialiseResult extends MaterialisePlan {
   readonly keeperKeysDeleted: number;
   /** Set when that cleanup failed (the schedule was written; the keys wait for the next run). */
   readonly keeperCleanupError?: unknown;
+  /** Each hunt's output tables and whether they deduplicate a repeated insert (coordination/output-dedup.ts). */
+  readonly outputDedup: readonly OutputDedupFinding[];
+  /** Set when that check could not read system.tables (the schedule was written all the same). */
+  readonly outputDedupError?: unknown;
 }
 
-/** The warning of a failed Keeper cleanup, if any: the one line both callers of `materialise` log. */
-export function warnKeeperCleanup(log: Pick<Logger, 'warn'>, result: MaterialiseResult): void {
-  if (result.keeperCleanupError === undefined) return;
-  log.warn({ err: result.keeperCleanupError }, 'could not delete the Keeper keys of removed hunts; the next materialise tries again');
+/**
+ * The warnings of a materialise, the lines both callers log: a failed Keeper cleanup, and one
+ * per hunt and output table that does not deduplicate a repeated insert (docs/claim-protocol.md).
+ */
+export function warnMaterialise(log: Pick<Logger, 'warn'>, result: MaterialiseResult): void {
+  if (result.keeperCleanupError !== undefined) {
+    log.warn({ err: result.keeperCleanupError }, 'could not delete the Keeper keys of removed hunts; the next materialise tries again');
+  }
+  if (result.outputDedupError !== undefined) {
+    log.warn({ err: result.outputDedupError }, "could not check whether the hunts' output tables deduplicate inserts (system.tables)");
+  }
+  warnOutputDedup(log, result.outputDedup);
 }
 
 export function materialiseSummary(plan: MaterialisePlan | MaterialiseResult, database: string): string {
@@ -170,12 +183,15 @@ export async function materialise(
     });
   }
   // Keeper mode: a removed hunt's keys go with it (docs/claim-protocol.md#keeper-mode, "Keys").
-  try {
-    const deleted = await forgetRemovedHunts(client, database, hunts.map((h) => h.huntId));
-    return { ...plan, keeperKeysDeleted: deleted };
-  } catch (err) {
-    return { ...plan, keeperKeysDeleted: 0, keeperCleanupError: err };
-  }
+  const keeper = await forgetRemovedHunts(client, database, hunts.map((h) => h.huntId)).then(
+    (deleted) => ({ keeperKeysDeleted: deleted }),
+    (err: unknown) => ({ keeperKeysDeleted: 0, keeperCleanupError: err }),
+  );
+  const dedup = await checkOutputDedup(client, hunts, settings.read).then(
+    (findings) => ({ outputDedup: findings }),
+    (err: unknown) => ({ outputDedup: [], outputDedupError: err }),
+  );
+  return { ...plan, ...keeper, ...dedup };
 }
 
 /** Hunts whose newest hunt_state row says the controller backed their interval off (`too_aggressive = 1`). */

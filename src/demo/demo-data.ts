@@ -28,7 +28,10 @@ export function demoTablesDdl(database: string): string[] {
       entity String,
       hits UInt64,
       details String
-    ) ENGINE = MergeTree ORDER BY (hunt_id, detected_at)`,
+    ) ENGINE = MergeTree ORDER BY (hunt_id, detected_at)
+    SETTINGS non_replicated_deduplication_window = 1000`,
+    // A data directory from before the setting: its table gets it too (docs/hunts.md#output-tables).
+    `ALTER TABLE ${qualifiedTable(database, 'detections')} MODIFY SETTING non_replicated_deduplication_window = 1000`,
   ];
 }
 

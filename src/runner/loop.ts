@@ -6,7 +6,7 @@ import type { Logger } from '../log.js';
 import { Coordinator } from '../coordination/coordinator.js';
 import { ServerTime, type CoordinationTime } from '../coordination/server-clock.js';
 import { huntsDirSignature, loadHuntsDir, logHuntSet } from '../schedule/hunt-files.js';
-import { materialise, materialiseSummary, warnKeeperCleanup } from '../coordination/materialise.js';
+import { materialise, materialiseSummary, warnMaterialise } from '../coordination/materialise.js';
 import type { RunnerMetrics } from './metrics.js';
 import { overrunFire, planTick, type PlannedRun } from '../schedule/plan.js';
 import { claimAndRun, type FinishedRun, type RunnerEvents, type TickRecord } from './fire.js';
@@ -155,7 +155,7 @@ export class Runner {
     this.needsMaterialise = false;
     for (const huntId of plan.promoted) this.deps.metrics.smoothing.promotions.inc({ hunt_id: huntId });
     this.deps.log.info({ added: plan.added, changed: plan.changed, tombstoned: plan.tombstoned, keeper_keys_deleted: plan.keeperKeysDeleted }, materialiseSummary(plan, coord.database));
-    warnKeeperCleanup(this.deps.log, plan);
+    warnMaterialise(this.deps.log, plan);
   }
 
   /** On start: materialise at once (docs/tables.md#materialise); if ClickHouse is down, the first tick that reaches it does. */

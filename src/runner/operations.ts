@@ -2,7 +2,7 @@ import type { AppConfig } from '../config/load.js';
 import { DfeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { Coordinator, type DueFire } from '../coordination/coordinator.js';
-import { materialise, materialiseSummary, readSchedule, warnKeeperCleanup } from '../coordination/materialise.js';
+import { materialise, materialiseSummary, readSchedule, warnMaterialise } from '../coordination/materialise.js';
 import { withCoordination } from '../coordination/open.js';
 import { probeAndRecord, type ProbeResult } from '../coordination/claims/mode.js';
 import { keeperClaimTableDdl, schemaDdl } from '../coordination/tables.js';
@@ -48,7 +48,7 @@ export function materialiseHunts(config: AppConfig, log: Logger): Promise<string
   logHuntSet(log, set);
   return withCoordination(config, async ({ handle, settings }) => {
     const plan = await materialise(handle.client, config.clickhouse.dataDatabase, set.hunts, settings);
-    warnKeeperCleanup(log, plan);
+    warnMaterialise(log, plan);
     return materialiseSummary(plan, config.clickhouse.dataDatabase);
   });
 }
