@@ -89,7 +89,7 @@ export class Dispatch {
     const policy: BatchPolicy = { maxSize, windowMs, maxOpenMs: query.deadlineMs / 4 };
     const giveUpAtMs = this.options.clock.monotonicMs() + waitMs;
     return new Promise((resolve) => {
-      this.batches.join(group, { value, giveUpAtMs, resolve, onStart, parent }, policy, (members) => void this.runBatch(query, fixed, members));
+      this.batches.join(group, { value, giveUpAtMs, resolve, onStart, parent }, policy, (members) => this.runBatch(query, fixed, members));
     });
   }
 
