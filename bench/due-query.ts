@@ -18,10 +18,13 @@ import { goal, int, median, ms, spread, type BenchLine, type Spread } from './re
 export const DUE_SIZES = [1_000, 10_000, 100_000, 1_000_000] as const;
 /** Timed pairs per size: more where a run is short, so a burst of load moves the median less. */
 const runsFor = (hunts: number): number => (hunts <= 10_000 ? 41 : hunts <= 100_000 ? 15 : 7);
-/** Issue 13: the product's due query costs at most this much more than the FINAL form. */
-const MAX_RATIO = 1.1;
-/** The runner polls every 15 s by default; the due query is one part of a tick. */
-const GOAL_MS = (hunts: number): number => (hunts <= 100_000 ? 1_000 : 5_000);
+/**
+ * The count KEDA asks costs no more than the FINAL form up to 100 000 hunts (issue 29; issue 13
+ * allowed 1.1×, which stays the bound at 1 M, where the goal is the time itself).
+ */
+const MAX_RATIO = (hunts: number): number => (hunts <= 100_000 ? 1.0 : 1.1);
+/** Up to 100 000 hunts the runner's tick bounds it; at 1 M the count must stay O(due)-cheap (issue 29). */
+const GOAL_MS = (hunts: number): number => (hunts <= 100_000 ? 1_000 : 50);
 
 export async function seedDue(client: ClickHouseClient, database: string, hunts: number): Promise<void> {
   await client.command({ query: `DROP DATABASE IF EXISTS \`${database}\`` });
@@ -183,8 +186,8 @@ export async function benchDueQuery(client: ClickHouseClient, sizes: readonly nu
       headline: `${ms(p.wallMs)}: ${ratioText(p)} the FINAL form (median of ${runs} pairs)${agree ? '' : ', COUNTS DIFFER'}`,
       measured: `${ms(p.wallMs)} (${int(dueCount)} due), ${ratioText(p)} the FINAL form; ${load()}`,
       baseline: `FINAL form ${ms(p.baseWallMs)} (${int(finalCount)} due${agree ? '' : ' — COUNTS DIFFER'})`,
-      goal: `≤ ${MAX_RATIO}× the FINAL form in wall and CPU time, same count at one clock reading, < ${int(GOAL_MS(hunts))} ms`,
-      outcome: goal(agree && p.wallRatio <= MAX_RATIO && p.cpuRatio <= MAX_RATIO && p.wallMs < GOAL_MS(hunts)),
+      goal: `≤ ${MAX_RATIO(hunts).toFixed(1)}× the FINAL form in wall and CPU time, same count at one clock reading, < ${int(GOAL_MS(hunts))} ms`,
+      outcome: goal(agree && p.wallRatio <= MAX_RATIO(hunts) && p.cpuRatio <= MAX_RATIO(hunts) && p.wallMs < GOAL_MS(hunts)),
       spreads: p.spreads,
     });
     if (hunts === sizes[sizes.length - 1]) {

@@ -10,6 +10,7 @@ import { benchDueQuery } from './due-query.js';
 import { benchGrpcCached, benchOpenStreams, benchRunNowPush } from './grpc-bench.js';
 import { benchDistinctParams } from './memory-bench.js';
 import { benchKeyFlood } from './key-flood-bench.js';
+import { benchDistinctKeys, benchOneConnection } from './one-connection-bench.js';
 import { benchInstallSize, benchSoak, benchStartAndIdle } from './pod-bench.js';
 import { formatLine, runPassed, summary, type BenchLine } from './report.js';
 import { benchRunner } from './runner-bench.js';
@@ -55,6 +56,8 @@ async function main(): Promise<number> {
     { name: 'shim, fresh value', run: () => benchFresh(target) },
     { name: 'shim, ClickHouse hung', run: () => benchHung() },
     { name: 'shim, single-flight', run: () => benchSingleFlight(target) },
+    { name: 'shim, one connection fresh', run: () => benchOneConnection() },
+    { name: 'shim, distinct keys one at a time', run: () => benchDistinctKeys() },
     { name: 'shim, burst of distinct services', run: () => benchBurst(embedded) },
     { name: 'shim, tracing on vs off', run: () => benchTracing(target) },
     { name: 'pod sizing, start and idle RSS', run: () => benchStartAndIdle(target) },

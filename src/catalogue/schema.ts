@@ -49,7 +49,7 @@ const batchSchema = z.strictObject(
       .min(1, { error: `must be a whole number from 1 to ${MAX_BATCH_SIZE}` })
       .max(MAX_BATCH_SIZE, { error: `must be a whole number from 1 to ${MAX_BATCH_SIZE}` })
       .optional(),
-    window_ms: positive.optional(),
+    window_ms: nonNegative.optional(),
     sql: z.string({ error: 'must be a string of SQL' }).trim().min(1, { error: 'must not be empty' }).optional(),
   },
   { error: 'must be a mapping of param, max_size, window_ms and sql (or null to clear a batch an earlier file set)' },

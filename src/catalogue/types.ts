@@ -41,7 +41,10 @@ export interface BatchDefinition {
   readonly param: string;
   /** Most keys in one batch. Default 500. */
   readonly maxSize: number;
-  /** A batch closes once no key joined for this long. Default 10 ms. */
+  /**
+   * How long a batch that already holds more than one key lingers after its last join
+   * (0: not at all); a lone key never waits (docs/catalogue.md#batch). Default 10 ms.
+   */
   readonly windowMs: number;
   /** As written (checked) before compile; after compile: sentinels replaced, values still placeholders. */
   readonly sql: string;

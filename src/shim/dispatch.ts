@@ -89,7 +89,7 @@ export class Dispatch {
     const policy: BatchPolicy = { maxSize, windowMs, maxOpenMs: query.deadlineMs / 4 };
     const giveUpAtMs = this.options.clock.monotonicMs() + waitMs;
     return new Promise((resolve) => {
-      this.batches.join(group, { value, giveUpAtMs, resolve, onStart, parent }, policy, (members) => void this.runBatch(query, fixed, members));
+      this.batches.join(group, { value, giveUpAtMs, resolve, onStart, parent }, policy, (members) => this.runBatch(query, fixed, members));
     });
   }
 
@@ -104,16 +104,32 @@ export class Dispatch {
     }
     for (const member of members) member.onStart();
     const values = [...new Set(members.map((m) => m.value))];
-    let report: BatchReport;
+    let outcomes: ReadonlyMap<string, FlightOutcome>;
     try {
       if (this.isLive(query)) this.options.metrics.batchSize.observe({ query: query.name }, values.length);
-      const { clickhouse } = this.options;
-      report = await this.counted(query, () => withSpan(members[0]?.parent, () => flyBatch(clickhouse.client, query, values, fixed, { afterError: clickhouse.afterQueryError })));
+      outcomes = await this.flyValues(query, fixed, values, members[0]?.parent);
     } finally {
       ticket.release();
     }
     const lost: FlightOutcome = { kind: 'failed', reason: 'bad_result', message: 'batch: no outcome for this key' };
-    for (const member of members) member.resolve(report.outcomes.get(member.value) ?? lost);
+    for (const member of members) member.resolve(outcomes.get(member.value) ?? lost);
+  }
+
+  /**
+   * A batch of one key runs the one-by-one SQL: the query the key runs without a batch form
+   * (test/pressure/batch-parity.test.ts holds the two equal), so a lone poll costs no more than it.
+   */
+  private async flyValues(query: BatchedQuery, fixed: DeclaredParams, values: readonly string[], parent: Span | undefined): Promise<ReadonlyMap<string, FlightOutcome>> {
+    const { clickhouse } = this.options;
+    const options = { afterError: clickhouse.afterQueryError };
+    const [only] = values;
+    if (values.length === 1 && only !== undefined) {
+      const params = { ...fixed, [query.batch.param]: only };
+      const report = await this.counted(query, () => withSpan(parent, () => fly(clickhouse.client, query, params, options)));
+      return new Map([[only, report.outcome]]);
+    }
+    const report: BatchReport = await this.counted(query, () => withSpan(parent, () => flyBatch(clickhouse.client, query, values, fixed, options)));
+    return report.outcomes;
   }
 
   /** A slot for one ClickHouse query of `query`, waiting at most `waitMs`; the wait is observed. */

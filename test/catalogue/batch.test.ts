@@ -69,8 +69,9 @@ describe('catalogue batch form', () => {
     expect(failure('queries:\n  depth:\n    batch: {max_size: 2.5}\n')).toContain('key "batch.max_size": 2.5 must be a whole number');
   });
 
-  it('window_ms is > 0 and under deadline_ms', () => {
-    expect(failure('queries:\n  depth:\n    batch: {window_ms: -1}\n')).toContain('key "batch.window_ms": -1 must be greater than 0');
+  it('window_ms is ≥ 0 (0: no linger) and under deadline_ms', () => {
+    expect(failure('queries:\n  depth:\n    batch: {window_ms: -1}\n')).toContain('key "batch.window_ms": -1 must be ≥ 0');
+    expect(compile('queries:\n  depth:\n    batch: {window_ms: 0}\n').get('depth')!.batch?.windowMs).toBe(0);
     expect(failure('queries:\n  depth:\n    deadline_ms: 100\n    batch: {window_ms: 100}\n')).toBe(
       `${OVER}: query "depth" key "batch.window_ms": 100 must be less than deadline_ms (100 ms)`,
     );

@@ -19,6 +19,10 @@ class ManualTimers implements Timers {
   clear(handle: unknown): void {
     this.due.delete(handle as number);
   }
+  /** The end of the tick: fired by `advance` (0 ms is enough). */
+  soon(fn: () => void): void {
+    this.set(fn, 0);
+  }
   get pending(): number {
     return this.due.size;
   }
@@ -163,41 +167,92 @@ describe('wait budget', () => {
 describe('batch collector', () => {
   const policy = { maxSize: 3, windowMs: 10, maxOpenMs: 25 };
 
-  it('closes a batch when it is full', () => {
+  /** A collector whose dispatched batches settle when the test says. */
+  function collector() {
     const clock = new ManualClock();
-    const batches: string[][] = [];
-    const c = new BatchCollector<string>(clock, new ManualTimers(clock));
-    for (const v of ['a', 'b', 'c', 'd']) c.join('g', v, policy, (m) => batches.push(m));
-    expect(batches).toEqual([['a', 'b', 'c']]);
+    const timers = new ManualTimers(clock);
+    const c = new BatchCollector<string>(clock, timers);
+    const sent: string[][] = [];
+    const settle: (() => void)[] = [];
+    const dispatch = (members: string[]) => {
+      sent.push(members);
+      return new Promise<void>((resolve) => settle.push(resolve));
+    };
+    const join = (v: string, p = policy, group = 'g') => c.join(group, v, p, dispatch);
+    return { c, timers, sent, settle, join };
+  }
+
+  it('a lone key is sent at the end of its tick: no timer, no wait for company', () => {
+    const { timers, sent, join } = collector();
+    join('a');
+    expect(sent).toEqual([]);
+    timers.advance(0);
+    expect(sent).toEqual([['a']]);
+  });
+
+  it('keys of the same tick travel together; groups are separate batches', () => {
+    const { timers, sent, join } = collector();
+    join('a', { ...policy, windowMs: 0 });
+    join('b', { ...policy, windowMs: 0 });
+    join('x', { ...policy, windowMs: 0 }, 'h');
+    timers.advance(0);
+    expect(sent).toEqual([['a', 'b'], ['x']]);
+  });
+
+  it('sends a full batch at once', () => {
+    const { c, sent, join } = collector();
+    for (const v of ['a', 'b', 'c', 'd']) join(v);
+    expect(sent).toEqual([['a', 'b', 'c']]);
     expect(c.openBatches).toBe(1);
   });
 
-  it('closes once no key joined for windowMs; groups are separate batches', () => {
-    const clock = new ManualClock();
-    const timers = new ManualTimers(clock);
-    const batches: string[][] = [];
-    const c = new BatchCollector<string>(clock, timers);
-    c.join('g', 'a', policy, (m) => batches.push(m));
-    timers.advance(9);
-    c.join('g', 'b', policy, (m) => batches.push(m));
-    c.join('h', 'x', policy, (m) => batches.push(m));
-    timers.advance(9);
-    expect(batches).toEqual([]);
-    timers.advance(1);
-    expect(batches).toEqual([['a', 'b'], ['x']]);
+  it('collects keys while a batch of the group is in flight, sends them when it settles', async () => {
+    const { timers, sent, settle, join } = collector();
+    const p = { ...policy, windowMs: 0, maxOpenMs: 1_000 };
+    join('a', p);
+    timers.advance(0);
+    join('b', p);
+    join('c', p);
+    timers.advance(500);
+    expect(sent).toEqual([['a']]);
+    settle[0]?.();
+    await flush();
+    expect(sent).toEqual([['a'], ['b', 'c']]);
   });
 
-  it('closes after maxOpenMs even while keys keep joining', () => {
-    const clock = new ManualClock();
-    const timers = new ManualTimers(clock);
-    const batches: number[][] = [];
-    const c = new BatchCollector<number>(clock, timers);
-    for (let i = 0; i < 2; i++) c.join('g', i, { ...policy, maxSize: 100 }, (m) => batches.push(m));
-    for (let i = 2; i < 6; i++) {
+  it('a batch of more than one key lingers windowMs after its last join; one of one key does not', async () => {
+    const { timers, sent, settle, join } = collector();
+    join('a');
+    timers.advance(0);
+    join('b'); // in flight: b waits for a
+    timers.advance(0);
+    expect(sent).toEqual([['a']]);
+    settle[0]?.();
+    await flush();
+    expect(sent).toEqual([['a'], ['b']]);
+    settle[1]?.();
+    await flush();
+    join('c');
+    join('d');
+    timers.advance(0);
+    timers.advance(9);
+    join('e', { ...policy, maxSize: 100 });
+    timers.advance(9);
+    expect(sent).toEqual([['a'], ['b']]);
+    timers.advance(1);
+    expect(sent).toEqual([['a'], ['b'], ['c', 'd', 'e']]);
+  });
+
+  it('sends after maxOpenMs even while a batch is in flight and keys keep joining', () => {
+    const { c, timers, sent, join } = collector();
+    const p = { ...policy, maxSize: 100 };
+    join('0', p);
+    timers.advance(0);
+    for (let i = 1; i < 6; i++) {
       timers.advance(8);
-      c.join('g', i, { ...policy, maxSize: 100 }, (m) => batches.push(m));
+      join(String(i), p);
     }
-    expect(batches).toEqual([[0, 1, 2, 3, 4]]);
+    expect(sent).toEqual([['0'], ['1', '2', '3', '4']]);
     expect(c.openBatches).toBe(1);
   });
 });

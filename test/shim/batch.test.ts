@@ -34,7 +34,11 @@ beforeAll(async () => {
     timeoutSeconds: 120,
     batch: batchOf(db.database),
   });
-  t = await makeApp({ queries: [kv], clickhouse: db.handle });
+  // The same query under other names: a window no test would outwait (a lone key must not wait
+  // on it), and the default window for the burst.
+  const lone = compiled('lone', kv.sql, { ...kv, name: 'lone', batch: { ...batchOf(db.database), windowMs: 50_000 } });
+  const burst = compiled('burst', kv.sql, { ...kv, name: 'burst', batch: { ...batchOf(db.database), maxSize: 500, windowMs: 10 } });
+  t = await makeApp({ queries: [kv, lone, burst], clickhouse: db.handle });
 });
 afterAll(async () => {
   await t?.app.close();
@@ -118,4 +122,44 @@ describe('a batched query', () => {
       await db.handle.client.command({ query: `RENAME TABLE \`${db.database}\`.kv_gone TO \`${db.database}\`.kv` });
     }
   });
+
+  it('a lone key is sent at once, never waiting for company: one query, before the next key arrives', async () => {
+    await put([
+      { k: 'solo-1', v: 11 },
+      { k: 'solo-2', v: 12 },
+    ]);
+    const executor = t.app.shim.executor;
+    const before = executor.queriesStarted;
+    const first = get(t.app, '/q/lone?k=solo-1');
+    // Turn the event loop (no clock) until the first key's query has started; the second key
+    // arrives only then. With a window that held a lone key, this would never end in the test's time.
+    for (let turns = 0; executor.queriesStarted === before; turns++) {
+      expect(turns).toBeLessThan(100_000);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(executor.queriesStarted - before).toBe(1);
+    const second = get(t.app, '/q/lone?k=solo-2');
+    const answers = await Promise.all([first, second]);
+    expect(answers.map((a) => a.body)).toEqual([
+      { value: 11, source: 'fresh', age_seconds: 0 },
+      { value: 12, source: 'fresh', age_seconds: 0 },
+    ]);
+    expect(executor.queriesStarted - before).toBe(2);
+    const metrics = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+    expect(metrics).toContain('dfe_keda_shim_batch_size_sum{query="lone"} 2');
+    expect(metrics).toContain('dfe_keda_shim_batch_size_count{query="lone"} 2');
+  });
+
+  it('a burst of 1 000 distinct keys at once: at most 4 queries, every answer fresh', async () => {
+    const keys = Array.from({ length: 1_000 }, (_, i) => `burst-${i}`);
+    await put(keys.map((k, i) => ({ k, v: i })));
+    const before = t.app.shim.executor.queriesStarted;
+    const answers = await Promise.all(keys.map((k) => get(t.app, `/q/burst?k=${k}`)));
+    expect(answers.filter((a) => a.body.source === 'fresh').length).toBe(1_000);
+    expect(answers.map((a) => a.body.value)).toEqual(keys.map((_, i) => i));
+    const started = t.app.shim.executor.queriesStarted - before;
+    expect(started).toBeGreaterThanOrEqual(2); // 500 keys at most per query
+    expect(started).toBeLessThanOrEqual(4);
+  });
 });
+

@@ -2,13 +2,24 @@ import type { Clock } from '../../clock.js';
 import { realTimers, type Timers } from './timers.js';
 
 /**
- * Collects the keys of a batched query into batches (docs/catalogue.md#batch):
- * keys of one group (same query, same other params) join the group's open
- * batch; it closes when full, when no key joined for `windowMs`, or when it
- * has been open `maxOpenMs` — whichever comes first. Pure apart from the timer.
+ * Collects the keys of a batched query into batches (docs/catalogue.md#batch),
+ * the DataLoader way: a batch never waits alone. Keys of one group (same
+ * query, same other params) join the group's open batch, which is sent
+ *
+ * - when it is full (`maxSize`), at once;
+ * - else at the end of the tick it opened in (so keys arriving together
+ *   travel together) — unless a batch of the group is in flight: then it
+ *   collects until that one settles;
+ * - then, only if it already holds more than one key, it lingers until no key
+ *   joined for `windowMs` (0: no linger) — a burst fills it instead of
+ *   splitting into many small queries; a lone key never waits on a timer;
+ * - and at the latest once it has been open `maxOpenMs`, whatever is in flight.
+ *
+ * Pure apart from the timers.
  */
 export interface BatchPolicy {
   readonly maxSize: number;
+  /** Linger of a batch already holding more than one key, after its last join (0: none). */
   readonly windowMs: number;
   readonly maxOpenMs: number;
 }
@@ -16,12 +27,22 @@ export interface BatchPolicy {
 interface OpenBatch<M> {
   readonly members: M[];
   readonly openedMs: number;
-  readonly dispatch: (members: M[]) => void;
+  lastJoinMs: number;
+  /** Set once the tick it opened in is over. */
+  tickOver: boolean;
+  policy: BatchPolicy;
+  readonly dispatch: (members: M[]) => Promise<unknown>;
   timer: unknown;
 }
 
+interface Group<M> {
+  open: OpenBatch<M> | undefined;
+  /** Batches of this group sent and not yet settled. */
+  inflight: number;
+}
+
 export class BatchCollector<M> {
-  private readonly open = new Map<string, OpenBatch<M>>();
+  private readonly groups = new Map<string, Group<M>>();
 
   constructor(
     private readonly clock: Clock,
@@ -30,29 +51,70 @@ export class BatchCollector<M> {
 
   /** Batches collecting right now. */
   get openBatches(): number {
-    return this.open.size;
+    let n = 0;
+    for (const group of this.groups.values()) if (group.open !== undefined) n += 1;
+    return n;
   }
 
-  /** Adds `member` to the open batch of `group`; `dispatch` (of the batch that opens) gets the members when it closes. */
-  join(group: string, member: M, policy: BatchPolicy, dispatch: (members: M[]) => void): void {
-    let batch = this.open.get(group);
+  /**
+   * Adds `member` to the open batch of `group`; `dispatch` (of the batch that opens) gets the
+   * members when it is sent, and its promise settling tells the group its query is done.
+   */
+  join(name: string, member: M, policy: BatchPolicy, dispatch: (members: M[]) => Promise<unknown>): void {
+    let group = this.groups.get(name);
+    if (group === undefined) {
+      group = { open: undefined, inflight: 0 };
+      this.groups.set(name, group);
+    }
+    const now = this.clock.monotonicMs();
+    let batch = group.open;
     if (batch === undefined) {
-      batch = { members: [], openedMs: this.clock.monotonicMs(), dispatch, timer: undefined };
-      this.open.set(group, batch);
+      batch = { members: [], openedMs: now, lastJoinMs: now, tickOver: false, policy, dispatch, timer: undefined };
+      group.open = batch;
+      const opened = batch;
+      const at = group;
+      this.timers.soon(() => {
+        opened.tickOver = true;
+        this.review(name, at, opened);
+      });
     }
     batch.members.push(member);
-    if (batch.timer !== undefined) this.timers.clear(batch.timer);
-    if (batch.members.length >= policy.maxSize) return this.close(group, batch);
-    const openFor = this.clock.monotonicMs() - batch.openedMs;
-    const wait = Math.max(0, Math.min(policy.windowMs, policy.maxOpenMs - openFor));
-    const closing = batch;
-    batch.timer = this.timers.set(() => this.close(group, closing), wait);
+    batch.lastJoinMs = now;
+    batch.policy = policy;
+    this.review(name, group, batch);
   }
 
-  private close(group: string, batch: OpenBatch<M>): void {
-    if (this.open.get(group) !== batch) return;
-    this.open.delete(group);
+  /** Sends the batch now, or arms the one timer that brings it back here. */
+  private review(name: string, group: Group<M>, batch: OpenBatch<M>): void {
+    if (group.open !== batch) return;
     if (batch.timer !== undefined) this.timers.clear(batch.timer);
-    batch.dispatch(batch.members);
+    batch.timer = undefined;
+    const { maxSize, windowMs, maxOpenMs } = batch.policy;
+    const now = this.clock.monotonicMs();
+    const openLeft = maxOpenMs - (now - batch.openedMs);
+    if (batch.members.length >= maxSize || openLeft <= 0) return this.send(name, group, batch);
+    // Keys of the same tick first; a settling batch of the group, or the end of the tick, brings it back.
+    if (!batch.tickOver || group.inflight > 0) return this.arm(name, group, batch, openLeft);
+    const quietLeft = windowMs - (now - batch.lastJoinMs);
+    if (batch.members.length > 1 && quietLeft > 0) return this.arm(name, group, batch, Math.min(quietLeft, openLeft));
+    this.send(name, group, batch);
+  }
+
+  private arm(name: string, group: Group<M>, batch: OpenBatch<M>, ms: number): void {
+    batch.timer = this.timers.set(() => {
+      batch.timer = undefined;
+      this.review(name, group, batch);
+    }, ms);
+  }
+
+  private send(name: string, group: Group<M>, batch: OpenBatch<M>): void {
+    group.open = undefined;
+    group.inflight += 1;
+    const settled = () => {
+      group.inflight -= 1;
+      if (group.open !== undefined) this.review(name, group, group.open);
+      else if (group.inflight === 0 && this.groups.get(name) === group) this.groups.delete(name);
+    };
+    batch.dispatch(batch.members).then(settled, settled);
   }
 }
