@@ -1,10 +1,10 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ClickHouseHandle } from '../../src/clickhouse/client.js';
-import { describeError } from '../../src/errors.js';
+import type { ClickHouseHandle } from './client.js';
+import { describeError } from '../errors.js';
 
 /**
- * The embedded engine (chdb: a real ClickHouse in this process) behind a
+ * An HTTP front: the embedded engine (chdb: a real ClickHouse in this process) behind a
  * loopback HTTP listener speaking the part of ClickHouse's HTTP interface that
  * `@clickhouse/client` uses to run a query: the SQL in the POST body,
  * `param_<name>` values and settings in the URL. Each query is counted. It lets
@@ -16,6 +16,11 @@ import { describeError } from '../../src/errors.js';
  * Parameter values are passed on as ClickHouse text, which chdb's bind path
  * escapes once more: a value holding a backslash would not arrive intact, so
  * one is refused (the shim's parameter rule, [A-Za-z0-9_.:-], allows none).
+ *
+ * Used where processes in SERVER mode must share one embedded engine: the bench, the chaos
+ * tests, and `verify-coordination --nemesis`, whose runner processes race through it
+ * (docs/operations.md#verify-coordination). An INSERT sent as `client.insert` (the statement
+ * in the URL's `query`, its rows in the body) runs as the statement followed by its rows.
  */
 export interface EngineFront {
   /** `http://127.0.0.1:<port>` */
@@ -63,7 +68,8 @@ async function answer(engine: ClickHouseHandle, req: IncomingMessage, body: stri
     if (key.startsWith('param_')) params[key.slice('param_'.length)] = value;
     else if (!NOT_SETTINGS.has(key)) settings[key] = value;
   }
-  const query = body.length > 0 ? body : (url.searchParams.get('query') ?? '');
+  const inUrl = url.searchParams.get('query');
+  const query = inUrl !== null && body.length > 0 ? `${inUrl}\n${body}` : body.length > 0 ? body : (inUrl ?? '');
   const escaped = Object.entries(params).find(([, value]) => value.includes('\\'));
   if (escaped !== undefined) return fail(res, 36, `param_${escaped[0]} holds a backslash, which this front cannot pass on intact`);
   try {
