@@ -33,15 +33,49 @@ export interface EngineFront {
 /** URL keys that are not settings. */
 const NOT_SETTINGS = new Set(['query_id', 'query', 'database', 'default_format', 'session_id', 'enable_http_compression']);
 
-export async function startEngineFront(engine: ClickHouseHandle): Promise<EngineFront> {
+export interface EngineFrontOptions {
+  /**
+   * Run each query in a session of its own from the engine's statement sessions (one query
+   * at a time per embedded connection, settings put back to DEFAULT after it, the statement
+   * gate): what several client processes sharing the front need. Default false: every query
+   * on the engine's one connection, one at a time.
+   */
+  readonly pooled?: boolean;
+}
+
+/** A setting name as ClickHouse spells them; a pooled front puts each back with `SET <name> = DEFAULT`. */
+const SETTING_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export async function startEngineFront(engine: ClickHouseHandle, options: EngineFrontOptions = {}): Promise<EngineFront> {
   let queries = 0;
+  const pool = options.pooled ? engine.statementSessions() : undefined;
+  const run = async (query: string, params: Record<string, string>, settings: Record<string, string>): Promise<Buffer> => {
+    const exec = async (client: ClickHouseHandle['client']): Promise<Buffer> => {
+      const { stream } = await client.exec({ query, query_params: params, clickhouse_settings: settings });
+      const out: Buffer[] = [];
+      for await (const chunk of stream) out.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
+      return Buffer.concat(out);
+    };
+    if (!pool) return exec(engine.client);
+    return pool.runStatements(async () => {
+      const session = await pool.acquire();
+      try {
+        return await exec(session.client);
+      } catch (err) {
+        await engine.afterQueryError(session.client, false);
+        throw err;
+      } finally {
+        await pool.release(session, Object.keys(settings));
+      }
+    });
+  };
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       if ((req.url ?? '').startsWith('/ping')) return void res.end('Ok.\n');
       queries += 1;
-      void answer(engine, req, Buffer.concat(chunks).toString('utf8'), res);
+      void answer(run, req, Buffer.concat(chunks).toString('utf8'), res);
     });
   });
   server.keepAliveTimeout = 10_000;
@@ -56,11 +90,14 @@ export async function startEngineFront(engine: ClickHouseHandle): Promise<Engine
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await pool?.close();
     },
   };
 }
 
-async function answer(engine: ClickHouseHandle, req: IncomingMessage, body: string, res: ServerResponse): Promise<void> {
+type Run = (query: string, params: Record<string, string>, settings: Record<string, string>) => Promise<Buffer>;
+
+async function answer(run: Run, req: IncomingMessage, body: string, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://front');
   const params: Record<string, string> = {};
   const settings: Record<string, string> = {};
@@ -72,15 +109,19 @@ async function answer(engine: ClickHouseHandle, req: IncomingMessage, body: stri
   const query = inUrl !== null && body.length > 0 ? `${inUrl}\n${body}` : body.length > 0 ? body : (inUrl ?? '');
   const escaped = Object.entries(params).find(([, value]) => value.includes('\\'));
   if (escaped !== undefined) return fail(res, 36, `param_${escaped[0]} holds a backslash, which this front cannot pass on intact`);
+  const badSetting = Object.keys(settings).find((key) => !SETTING_NAME.test(key));
+  if (badSetting !== undefined) return fail(res, 115, `unknown setting ${JSON.stringify(badSetting)}`);
   try {
-    const { stream } = await engine.client.exec({ query, query_params: params, clickhouse_settings: settings });
-    const out: Buffer[] = [];
-    for await (const chunk of stream) out.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
+    const out = await run(query, params, settings);
     res.writeHead(200, { 'Content-Type': 'application/json; charset=UTF-8', 'X-ClickHouse-Server-Display-Name': 'engine-front' });
-    res.end(Buffer.concat(out));
+    res.end(out);
   } catch (err) {
     const code = Number((err as { code?: unknown }).code ?? 1002);
-    fail(res, Number.isFinite(code) ? code : 1002, describeError(err));
+    // The engine's error type goes on as ClickHouse writes it, `… (KEEPER_EXCEPTION)`, so a
+    // client reads the same `type` from the front as from a server (Keeper claims need it).
+    const type = (err as { type?: unknown }).type;
+    const message = err instanceof Error ? err.message : describeError(err);
+    fail(res, Number.isFinite(code) ? code : 1002, typeof type === 'string' && type !== '' ? `${message} (${type})` : describeError(err));
   }
 }
 

@@ -74,6 +74,8 @@ function defaultRunnerEntry(): string {
 
 /** A race of runners, started; `stop` ends it (bounded) and the nemesis' faults are its own. */
 interface Race {
+  /** When the runners were all started (and, as processes, ready): the run's time 0. */
+  readonly startedMs: number;
   readonly faults: Promise<readonly InjectedFault[]>;
   unexpectedExits(): readonly string[];
   stop(): Promise<void>;
@@ -127,14 +129,14 @@ export async function verifyCoordination(options: VerifyOptions): Promise<Verify
       return Number((await rs.json<{ now: number | string }>())[0]?.now);
     };
     const where = processes ? 'runner processes' : 'runner(s)';
-    const startNow = await serverNow();
-    const startedMs = Date.now();
     if (processes) {
       const seed = options.nemesis?.seed ?? 0;
-      race = await startProcesses({ config, handle, claims: mode.mode, runners: options.runners, entry, progress, startedMs, seconds: options.seconds, kinds, seed });
+      race = await startProcesses({ config, handle, claims: mode.mode, runners: options.runners, entry, progress, seconds: options.seconds, kinds, seed });
     } else {
-      race = await startInProcess({ config, topology, log, progress, runners: options.runners, startedMs, ...(options.kill ? { kill: options.kill } : {}) });
+      race = await startInProcess({ config, topology, log, progress, runners: options.runners, ...(options.kill ? { kill: options.kill } : {}) });
     }
+    const startNow = await serverNow();
+    const startedMs = race.startedMs;
     progress(`${options.runners} ${where}, ${huntCount} hunts, claims ${mode.mode} (${mode.source}), lease ${leaseSeconds} s, database ${database}: running ${options.seconds} s`);
     await delay(Math.max(0, options.seconds * 1000 - (Date.now() - startedMs)));
     const endNow = await serverNow();
@@ -154,6 +156,8 @@ export async function verifyCoordination(options: VerifyOptions): Promise<Verify
       processes,
       hunts: huntCount,
       seconds: options.seconds,
+      startNow,
+      endNow,
       pollSeconds: config.runner.pollSeconds,
       leaseSeconds,
       cap: config.runner.cap,
@@ -196,7 +200,6 @@ interface ProcessesOptions {
   readonly runners: number;
   readonly entry: string;
   readonly progress: (line: string) => void;
-  readonly startedMs: number;
   readonly seconds: number;
   readonly kinds: readonly FaultKind[];
   readonly seed: number;
@@ -206,6 +209,7 @@ interface ProcessesOptions {
 async function startProcesses(o: ProcessesOptions): Promise<Race> {
   const race = await startProcessRace({ config: o.config, handle: o.handle, claims: o.claims, runners: o.runners, entry: o.entry, progress: o.progress });
   if (o.kinds.length > 0) o.progress(`nemesis: ${o.kinds.join(',')}, seed ${o.seed} (--seed ${o.seed} repeats this plan)`);
+  const startedMs = Date.now();
   const plan = planFaults({ seed: o.seed, kinds: o.kinds, runMs: o.seconds * 1000, leaseSeconds: o.config.runner.leaseSeconds });
   // On the embedded engine a stall also holds the engine itself with a long, bounded query.
   const holdEngine =
@@ -219,9 +223,10 @@ async function startProcesses(o: ProcessesOptions): Promise<Race> {
         }
       : undefined;
   const abort = new AbortController();
-  const faults = o.kinds.length > 0 ? injectFaults({ plan, race, startedMs: o.startedMs, progress: o.progress, signal: abort.signal, ...(holdEngine ? { holdEngine } : {}) }) : Promise.resolve([]);
+  const faults = o.kinds.length > 0 ? injectFaults({ plan, race, startedMs, progress: o.progress, signal: abort.signal, ...(holdEngine ? { holdEngine } : {}) }) : Promise.resolve([]);
   let stopped: Promise<void> | undefined;
   return {
+    startedMs,
     faults,
     unexpectedExits: () => race.unexpectedExits(),
     // A stop before the plan's end (an error) cuts the faults short: SIGCONT, no restart.
@@ -238,7 +243,6 @@ interface InProcessOptions {
   readonly log: Logger;
   readonly progress: (line: string) => void;
   readonly runners: number;
-  readonly startedMs: number;
   readonly kill?: { readonly atSeconds: number; readonly restartAfterSeconds: number };
 }
 
@@ -279,9 +283,10 @@ async function startInProcess(o: InProcessOptions): Promise<Race> {
     throw err;
   }
   const kill = o.kill;
+  const startedMs = Date.now();
   const faults = (async (): Promise<InjectedFault[]> => {
     if (!kill || o.runners === 0) return [];
-    await delay(Math.max(0, o.startedMs + kill.atSeconds * 1000 - Date.now()));
+    await delay(Math.max(0, startedMs + kill.atSeconds * 1000 - Date.now()));
     const victim = runners[0];
     // Armed now; fired by the victim's next statement hook, or after 10 s regardless.
     const killed = new Promise<void>((resolve) => {
@@ -294,7 +299,7 @@ async function startInProcess(o: InProcessOptions): Promise<Race> {
     await Promise.race([killed, delay(10_000).then(() => armed?.())]);
     // Its connections stay open, as a dead pod's sockets linger: closing an embedded
     // connection under queries still queued on it would stall chdb's parameter queue.
-    progress(`killed ${victim?.runnerId ?? 'runner 0'} ${((Date.now() - o.startedMs) / 1000).toFixed(1)} s in`);
+    progress(`killed ${victim?.runnerId ?? 'runner 0'} ${((Date.now() - startedMs) / 1000).toFixed(1)} s in`);
     await delay(kill.restartAfterSeconds * 1000);
     runners[0] = await start('verify-0-restarted');
     progress('restarted it as verify-0-restarted');
@@ -302,6 +307,7 @@ async function startInProcess(o: InProcessOptions): Promise<Race> {
   })();
   let stopped: Promise<void> | undefined;
   return {
+    startedMs,
     faults,
     unexpectedExits: () => [],
     stop: () => (stopped ??= faults.catch(() => undefined).then(async () => {

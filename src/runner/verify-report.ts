@@ -21,6 +21,9 @@ export interface VerifyReport {
   readonly processes: boolean;
   readonly hunts: number;
   readonly seconds: number;
+  /** The race by the server's clock (epoch seconds): fires up to `endNow` are counted; a fault at +t s fell near `startNow + t`. */
+  readonly startNow: number;
+  readonly endNow: number;
   readonly pollSeconds: number;
   readonly leaseSeconds: number;
   /** Concurrent runs per runner. */
@@ -31,6 +34,8 @@ export interface VerifyReport {
   readonly runs: { readonly succeeded: number; readonly failed: number };
   /** Seconds from each owed fire to the start of the first run covering it (hunt_run.updated − duration − fire). */
   readonly lateness: { readonly p50: number | undefined; readonly p99: number | undefined; readonly max: number | undefined };
+  /** Up to 10 overlapping pairs: the hunt, both windows and their runs' starts (server clock, epoch seconds). */
+  readonly overlapping: ReadonlyArray<{ readonly huntId: string; readonly a: Window; readonly b: Window }>;
   /** The longest succeeded run, seconds. */
   readonly longestRunSeconds: number;
   readonly nemesis?: { readonly seed: number; readonly kinds: readonly FaultKind[]; readonly faults: readonly InjectedFault[] };
@@ -40,9 +45,27 @@ export interface VerifyReport {
   readonly ok: boolean;
 }
 
+export interface Window {
+  readonly start: number;
+  readonly end: number;
+  readonly runStart?: number;
+}
+
 export const OUTPUT_TABLE = 'verify_out';
 
-export type Counted = Pick<VerifyReport, 'database' | 'coverage' | 'doubleRunRows' | 'runs' | 'lateness' | 'longestRunSeconds'>;
+export type Counted = Pick<VerifyReport, 'database' | 'coverage' | 'doubleRunRows' | 'runs' | 'lateness' | 'longestRunSeconds' | 'overlapping'>;
+
+function overlappingPairs(hunts: ReadonlyArray<{ huntId: string; windows: readonly Window[] }>): Counted['overlapping'] {
+  const out: Array<{ huntId: string; a: Window; b: Window }> = [];
+  for (const h of hunts) {
+    for (const [i, a] of h.windows.entries()) {
+      for (const b of h.windows.slice(i + 1)) {
+        if (out.length < 10 && Math.max(a.start, b.start) < Math.min(a.end, b.end)) out.push({ huntId: h.huntId, a, b });
+      }
+    }
+  }
+  return out;
+}
 
 export async function countFromTables(handle: ClickHouseHandle, database: string, startNow: number, endNow: number, read: ClickHouseSettings): Promise<Counted> {
   const rows = async <T>(query: string): Promise<T[]> => (await handle.client.query({ query, format: 'JSONEachRow', clickhouse_settings: read })).json<T>();
@@ -80,6 +103,7 @@ export async function countFromTables(handle: ClickHouseHandle, database: string
     runs: { succeeded: Number(runs?.ok ?? 0), failed: Number(runs?.failed ?? 0) },
     lateness: { p50: quantile(seconds, 0.5), p99: quantile(seconds, 0.99), max: seconds.length ? Math.max(...seconds) : undefined },
     longestRunSeconds: Number(runs?.longest ?? 0) / 1000,
+    overlapping: overlappingPairs(hunts),
   };
 }
 
@@ -87,6 +111,11 @@ export async function countFromTables(handle: ClickHouseHandle, database: string
 export function exactlyOnce(c: Counted): boolean {
   const cov = c.coverage;
   return cov.owed > 0 && cov.missed === 0 && cov.doubled === 0 && cov.overlaps === 0 && c.doubleRunRows === 0;
+}
+
+/** `(start, end] run at +t s`: when it ran, in the run's seconds, to set beside the faults' times. */
+function formatWindow(w: Window, startNow: number): string {
+  return `(${w.start}, ${w.end}]${w.runStart === undefined ? '' : ` run at +${(w.runStart - startNow).toFixed(1)} s`}`;
 }
 
 /** The report as the CLI prints it, one fact a line. */
@@ -97,11 +126,11 @@ export function formatVerifyReport(r: VerifyReport): string {
   const faults = r.nemesis?.faults ?? [];
   return [
     `verify-coordination: ${r.runners} ${where}, ${r.hunts} hunts, ${r.seconds} s, claims ${r.claims}, ${r.target}, database ${r.database}${r.kept ? ' (kept)' : ' (dropped)'}`,
-    `settings: poll ${r.pollSeconds} s, lease ${r.leaseSeconds} s, cap ${r.cap}`,
+    `settings: poll ${r.pollSeconds} s, lease ${r.leaseSeconds} s, cap ${r.cap}; server clock ${r.startNow} → ${r.endNow}`,
     ...(r.nemesis
       ? [
           `nemesis: ${r.nemesis.kinds.join(',')}, seed ${r.nemesis.seed}, ${faults.length} fault(s) injected`,
-          ...faults.map((f) => `  +${f.atSeconds.toFixed(1)} s ${f.kind}${f.target ? ` ${f.target}` : ''} ${f.durationSeconds.toFixed(1)} s: ${f.detail}`),
+          ...faults.map((f) => `  +${f.atSeconds.toFixed(1)} s (≈${Math.round(r.startNow + f.atSeconds)}) ${f.kind}${f.target ? ` ${f.target}` : ''} ${f.durationSeconds.toFixed(1)} s: ${f.detail}`),
         ]
       : []),
     `fires: ${c.owed} owed, ${c.ownRun} run as their own fire, ${c.owed - c.ownRun - c.missed} folded into a later run's window`,
@@ -110,6 +139,7 @@ export function formatVerifyReport(r: VerifyReport): string {
     `missed fires: ${c.missed}`,
     `lateness (fire → run start): p50 ${s(r.lateness.p50)}, p99 ${s(r.lateness.p99)}, max ${s(r.lateness.max)}`,
     ...(c.examples.length ? [`examples: ${c.examples.join(' ')}`] : []),
+    ...r.overlapping.map((o) => `overlap: ${o.huntId} ${formatWindow(o.a, r.startNow)} and ${formatWindow(o.b, r.startNow)}`),
     ...r.unexpectedExits.map((e) => `runner exit: ${e}`),
     r.ok ? 'OK: every owed fire ran exactly once' : 'FAILED: a fire ran twice or an owed fire never ran',
     '',

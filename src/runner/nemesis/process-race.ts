@@ -1,5 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
 import { startEngineFront, type EngineFront } from '../../clickhouse/http-front.js';
 import type { ClickHouseHandle } from '../../clickhouse/client.js';
 import type { AppConfig } from '../../config/load.js';
@@ -26,6 +27,7 @@ export interface ProcessRaceOptions {
   readonly progress: (line: string) => void;
 }
 
+/** Started: every runner process answered /readyz (or was given a minute to). */
 export interface ProcessRace {
   /** Where the runners send their queries (the proxy, or the server when it cannot stand before it). */
   readonly url: string;
@@ -36,6 +38,7 @@ export interface ProcessRace {
   resume(index: number): void;
   /** SIGKILL, resolved once it exited. */
   kill(index: number): Promise<void>;
+  /** A new process in the slot; resolves once it is ready (or could not be within a minute). */
   restart(index: number): Promise<void>;
   stall(ms: number): void;
   /** Runner processes that ended on their own (not by the nemesis), with their stderr's tail. */
@@ -47,9 +50,28 @@ export interface ProcessRace {
 interface Slot {
   id: string;
   child: ChildProcess;
+  metricsPort: number;
   restarts: number;
   expectedExit: boolean;
   stderrTail: string;
+}
+
+/**
+ * Resolves once the runner answers /readyz with 200 (it has ticked), or after `timeoutMs`, or
+ * when it exits. A fault lands only on a ready runner: one stopped inside its start-up (the
+ * KeeperMap probe) tests the probe, not the claims.
+ */
+async function whenReady(child: ChildProcess, port: number, timeoutMs: number): Promise<boolean> {
+  const untilMs = Date.now() + timeoutMs;
+  while (Date.now() < untilMs && child.exitCode === null && child.signalCode === null) {
+    const ok = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(1000) }).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return true;
+    await delay(200);
+  }
+  return false;
 }
 
 async function freeLoopbackPort(): Promise<number> {
@@ -88,6 +110,8 @@ export function runnerEnv(base: NodeJS.ProcessEnv, config: AppConfig, url: strin
   };
 }
 
+const READY_TIMEOUT_MS = 60_000;
+
 export async function startProcessRace(options: ProcessRaceOptions): Promise<ProcessRace> {
   const { config, progress } = options;
   let front: EngineFront | undefined;
@@ -97,15 +121,16 @@ export async function startProcessRace(options: ProcessRaceOptions): Promise<Pro
   try {
     let upstream = config.clickhouse.url;
     if (config.clickhouse.backend === 'embedded') {
-      front = await startEngineFront(options.handle);
+      front = await startEngineFront(options.handle, { pooled: true });
       upstream = front.url;
     }
     const target = new URL(upstream ?? '');
     if (target.protocol === 'http:') proxy = await startStallProxy(target);
     const url = proxy?.url ?? target.toString().replace(/\/$/, '');
 
-    const spawnRunner = async (slot: number, id: string): Promise<ChildProcess> => {
-      const env = runnerEnv(process.env, config, url, options.claims, id, await freeLoopbackPort());
+    const spawnRunner = async (slot: number, id: string): Promise<{ child: ChildProcess; metricsPort: number }> => {
+      const metricsPort = await freeLoopbackPort();
+      const env = runnerEnv(process.env, config, url, options.claims, id, metricsPort);
       const child = spawnChild(process.execPath, [options.entry, 'run'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
       child.stderr?.on('data', (b: Buffer) => {
         const s = slots[slot];
@@ -118,12 +143,15 @@ export async function startProcessRace(options: ProcessRaceOptions): Promise<Pro
           progress(`runner ${id} exited on its own (code ${code ?? 'none'}, signal ${sig ?? 'none'})`);
         }
       });
-      return child;
+      return { child, metricsPort };
     };
     for (let i = 0; i < options.runners; i += 1) {
       const id = `verify-${i}`;
-      slots.push({ id, child: await spawnRunner(i, id), restarts: 0, expectedExit: false, stderrTail: '' });
+      slots.push({ id, ...(await spawnRunner(i, id)), restarts: 0, expectedExit: false, stderrTail: '' });
     }
+    const ready = await Promise.all(slots.map((s) => whenReady(s.child, s.metricsPort, READY_TIMEOUT_MS)));
+    const notReady = slots.filter((_, i) => !ready[i]).map((s) => s.id);
+    if (notReady.length > 0) progress(`not ready within ${READY_TIMEOUT_MS / 1000} s: ${notReady.join(', ')}`);
     const slotAt = (i: number): Slot => {
       const s = slots[i];
       if (!s) throw new Error(`no runner slot ${i}`);
@@ -148,7 +176,8 @@ export async function startProcessRace(options: ProcessRaceOptions): Promise<Pro
         s.id = `verify-${i}-${s.restarts}`;
         s.expectedExit = false;
         s.stderrTail = '';
-        s.child = await spawnRunner(i, s.id);
+        Object.assign(s, await spawnRunner(i, s.id));
+        await whenReady(s.child, s.metricsPort, READY_TIMEOUT_MS);
       },
       stall: (ms) => proxy?.stall(ms),
       unexpectedExits: () => exits,
