@@ -201,6 +201,13 @@ min / median / max, and is judged on the median; \`npm run bench\` exits 1 when 
   Every size is judged: flatness after planning ≤ 1.2, or ≤ 1 + the tallest single pulse / the
   mean pressure when that is higher (a fleet of few heavy hunts cannot be flatter than one of
   its pulses allows; docs/smoothing.md#reading-flatness-and-the-objective).
+- **coordination under a nemesis** (bench/nemesis-bench.ts): \`dfe-hunt-runner verify-coordination
+  --nemesis pause,cpu,stall,kill\` as its own process, once per claim mode, on its own embedded
+  engine with testkeeper: 4 runner processes in server mode through an HTTP front and a stall
+  proxy, 20 hunts every second, lease 5 s, 45 s, a random seed (printed). Doubles and misses are
+  counted from the tables (goal 0 each, at any load); lateness is each owed fire to the start of
+  the run covering it, the p99 held to docs/runner.md's bound poll × ceil(owed hunts / capacity)
+  + one run (the longest run measured), the max to that bound + one lease + the longest fault.
 
 ## The cached path
 

@@ -10,6 +10,7 @@ import { benchDueQuery } from './due-query.js';
 import { benchGrpcCached, benchOpenStreams, benchRunNowPush } from './grpc-bench.js';
 import { benchDistinctParams } from './memory-bench.js';
 import { benchKeyFlood } from './key-flood-bench.js';
+import { benchNemesis } from './nemesis-bench.js';
 import { benchInstallSize, benchSoak, benchStartAndIdle } from './pod-bench.js';
 import { formatLine, runPassed, summary, type BenchLine } from './report.js';
 import { benchRunner } from './runner-bench.js';
@@ -68,6 +69,7 @@ async function main(): Promise<number> {
     { name: 'runner', run: () => benchRunner(embedded, embeddedPath) },
     { name: 'due query', run: () => benchDueQuery(embedded.client) },
     { name: 'smoothing', run: () => benchSmoothing() },
+    { name: 'coordination under a nemesis', run: () => benchNemesis() },
   ];
   // `node dist/bench/run.js runner due` runs only the sections whose names contain a word given.
   const only = args.filter((a) => !a.startsWith('--'));
