@@ -26,6 +26,8 @@ export interface Coverage {
   /** Owed fires that were a run's own fire (the rest were folded into a later run's window). */
   readonly ownRun: number;
   readonly missed: number;
+  /** Of the missed: fires after the hunt's last run (still owed when counted: late, not yet lost); the rest are gaps a later run went past. */
+  readonly unrun: number;
   readonly doubled: number;
   /** Pairs of windows of one hunt whose (start, end] intersect. */
   readonly overlaps: number;
@@ -37,6 +39,7 @@ export function coverage(hunts: readonly HuntRuns[], startNow: number, endNow: n
   let owed = 0;
   let ownRun = 0;
   let missed = 0;
+  let unrun = 0;
   let doubled = 0;
   let overlaps = 0;
   const examples: string[] = [];
@@ -47,18 +50,21 @@ export function coverage(hunts: readonly HuntRuns[], startNow: number, endNow: n
       for (const b of windows.slice(i + 1)) if (Math.max(a.start, b.start) < Math.min(a.end, b.end)) overlaps += 1;
     }
     const ends = new Set(windows.map((w) => w.end));
+    const lastEnd = windows.at(-1)?.end ?? Number.NEGATIVE_INFINITY;
     const first = latestFire(lo, h.intervalSeconds, h.phaseOffset) + h.intervalSeconds;
     for (let f = first; f <= endNow; f += h.intervalSeconds) {
       owed += 1;
       if (ends.has(f)) ownRun += 1;
       const covering = windows.filter((w) => w.start < f && f <= w.end).length;
       if (covering === 1) continue;
-      if (covering === 0) missed += 1;
-      else doubled += 1;
+      if (covering === 0) {
+        missed += 1;
+        if (f > lastEnd) unrun += 1;
+      } else doubled += 1;
       if (examples.length < 20) examples.push(`${h.huntId}@${f}×${covering}`);
     }
   }
-  return { owed, ownRun, missed, doubled, overlaps, examples };
+  return { owed, ownRun, missed, unrun, doubled, overlaps, examples };
 }
 
 /**

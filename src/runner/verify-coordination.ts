@@ -143,7 +143,7 @@ export async function verifyCoordination(options: VerifyOptions): Promise<Verify
     // Every fault ends (a pause is continued, a killed runner restarted) before the drain.
     const faults = await race.faults;
     progress(`ran ${((Date.now() - startedMs) / 1000).toFixed(0)} s; waiting until every fire up to the end is covered`);
-    await drain(handle, database, endNow, Math.max(30, 2 * leaseSeconds), settings.read);
+    await drain(handle, database, endNow, Math.max(60, 4 * leaseSeconds), settings.read);
     progress('stopping the runners');
     await race.stop();
     progress('counting from the tables');

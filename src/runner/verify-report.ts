@@ -136,7 +136,7 @@ export function formatVerifyReport(r: VerifyReport): string {
     `fires: ${c.owed} owed, ${c.ownRun} run as their own fire, ${c.owed - c.ownRun - c.missed} folded into a later run's window`,
     `runs: ${r.runs.succeeded} succeeded, ${r.runs.failed} failed (hunt_run); longest ${s(r.longestRunSeconds)}`,
     `double runs: ${c.doubled} fire(s) covered twice (output rows), ${c.overlaps} pair(s) of overlapping windows, ${r.doubleRunRows} fire(s) with two succeeded hunt_run rows`,
-    `missed fires: ${c.missed}`,
+    `missed fires: ${c.missed} (${c.missed - c.unrun} gap(s) a later run went past, ${c.unrun} still unrun when the drain ended)`,
     `lateness (fire → run start): p50 ${s(r.lateness.p50)}, p99 ${s(r.lateness.p99)}, max ${s(r.lateness.max)}`,
     ...(c.examples.length ? [`examples: ${c.examples.join(' ')}`] : []),
     ...r.overlapping.map((o) => `overlap: ${o.huntId} ${formatWindow(o.a, r.startNow)} and ${formatWindow(o.b, r.startNow)}`),

@@ -12,11 +12,11 @@ const hunt = (windows: Array<[number, number]>, intervalSeconds = 10) => ({
 describe('coverage', () => {
   it('contiguous windows cover each owed fire once; a folded window counts its fires as folded, not missed', () => {
     const c = coverage([hunt([[90, 100], [100, 110], [110, 130]])], 0, 130);
-    expect(c).toEqual({ owed: 4, ownRun: 3, missed: 0, doubled: 0, overlaps: 0, examples: [] });
+    expect(c).toEqual({ owed: 4, ownRun: 3, missed: 0, unrun: 0, doubled: 0, overlaps: 0, examples: [] });
   });
 
   it('a gap is a miss; an overlap or a repeated fire is a double', () => {
-    expect(coverage([hunt([[90, 100], [110, 120]])], 0, 120)).toMatchObject({ owed: 3, missed: 1, doubled: 0, examples: ['h@110×0'] });
+    expect(coverage([hunt([[90, 100], [110, 120]])], 0, 120)).toMatchObject({ owed: 3, missed: 1, unrun: 0, doubled: 0, examples: ['h@110×0'] });
     expect(coverage([hunt([[90, 100], [90, 110]])], 0, 110)).toMatchObject({ missed: 0, doubled: 1, examples: ['h@100×2'] });
     expect(coverage([hunt([[90, 100], [90, 100]])], 0, 100)).toMatchObject({ doubled: 1, overlaps: 1 });
   });
@@ -29,8 +29,8 @@ describe('coverage', () => {
   });
 
   it('fires after the last run up to the end are missed; a hunt that never ran owes every fire after the start', () => {
-    expect(coverage([hunt([[90, 100]])], 0, 120)).toMatchObject({ owed: 3, missed: 2 });
-    expect(coverage([hunt([])], 95, 130)).toMatchObject({ owed: 4, missed: 4 });
+    expect(coverage([hunt([[90, 100]])], 0, 120)).toMatchObject({ owed: 3, missed: 2, unrun: 2 });
+    expect(coverage([hunt([])], 95, 130)).toMatchObject({ owed: 4, missed: 4, unrun: 4 });
   });
 
   it('lateness per owed fire: the start of the first run covering it, minus the fire; a folded fire waited for the later run', () => {
