@@ -4,7 +4,7 @@ import { createOtelGaugeTable, insertGaugePoints } from '../src/pressure/otel-ta
 import { PRESSURE_METRIC } from '../src/pressure/rule.js';
 import { QUERY_DEFAULTS } from '../src/catalogue/types.js';
 import { stallingProxy } from '../test/helpers/faults.js';
-import { startEngineFront, type EngineFront } from '../test/chaos/engine-front.js';
+import { startEngineFront, type EngineFront } from '../src/clickhouse/http-front.js';
 import { goal, int, ms, percentile, type BenchLine } from './report.js';
 import { startBenchShim, type BenchShim } from './servers.js';
 

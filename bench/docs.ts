@@ -150,7 +150,7 @@ min / median / max, and is judged on the median; \`npm run bench\` exits 1 when 
   a healthy engine holding one reading per service; latency from send to answer, measured in
   the bench process that also runs the shim. Embedded, and server mode: the shim's HTTP client
   and a server's admission defaults, through a counting HTTP front on the same engine
-  (test/chaos/engine-front.ts; this machine's clickhouse-server 18.16 has no query
+  (src/clickhouse/http-front.ts; this machine's clickhouse-server 18.16 has no query
   parameters). Queries are the shim's started count and, in server mode, those that reached
   the front. Baseline: the same burst with \`batch: null\` (admission alone). The stalled figure
   adds 100 keys of a query that a proxy stalls (half a body, then silence) to the 1 000.
@@ -158,7 +158,7 @@ min / median / max, and is judged on the median; \`npm run bench\` exits 1 when 
   after the first 10 000 values and after all 100 000; the cache's LRU bound is 10 000 keys.
 - **key flood** (bench/key-flood-bench.ts): the compiled shim as its own process in server mode,
   its ClickHouse a loopback HTTP listener that runs each query on the embedded engine in the
-  bench process (bench/embedded-front.ts), so the RSS is the shim's alone; run once with the
+  bench process (src/clickhouse/http-front.ts), so the RSS is the shim's alone; run once with the
   heap flags the image derives from the chart's memory limit and once with Node's defaults. The
   first 12 000 keys go 24 at once, then the rest 500 at once; RSS from /proc every 200 ms (see
   [Memory under a key flood](#memory-under-a-key-flood)).
@@ -213,6 +213,13 @@ min / median / max, and is judged on the median; \`npm run bench\` exits 1 when 
 - **distinct keys one at a time**: 5 000 new pressure services one after another through the
   shim, against 5 000 one-by-one queries sent straight to the front, in interleaved chunks of
   500; then 1 000 of them at once on as many connections, counting ClickHouse queries.
+- **coordination under a nemesis** (bench/nemesis-bench.ts): \`dfe-hunt-runner verify-coordination
+  --nemesis pause,cpu,stall,kill\` as its own process, once per claim mode, on its own embedded
+  engine with testkeeper: 4 runner processes in server mode through an HTTP front and a stall
+  proxy, 20 hunts every second, lease 5 s, 45 s, a random seed (printed). Doubles and misses are
+  counted from the tables (goal 0 each, at any load); lateness is each owed fire to the start of
+  the run covering it, the p99 held to docs/runner.md's bound poll × ceil(owed hunts / capacity)
+  + one run (the longest run measured), the max to that bound + one lease + the longest fault.
 
 ## One connection: where the tail went
 

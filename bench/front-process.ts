@@ -5,7 +5,7 @@ import { openClickHouse } from '../src/clickhouse/client.js';
 import { loadConfig } from '../src/config/load.js';
 import { createOtelGaugeTable, insertGaugePoints } from '../src/pressure/otel-table.js';
 import { PRESSURE_METRIC } from '../src/pressure/rule.js';
-import { startEngineFront } from '../test/chaos/engine-front.js';
+import { startEngineFront } from '../src/clickhouse/http-front.js';
 import { seedDue } from './due-query.js';
 
 /**

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { parse } from 'yaml';
 import type { ClickHouseHandle } from '../src/clickhouse/client.js';
-import { startEmbeddedFront } from './embedded-front.js';
+import { startEngineFront } from '../src/clickhouse/http-front.js';
 import { spawnServer } from './processes.js';
 import { goal, int, type BenchLine } from './report.js';
 
@@ -15,7 +15,7 @@ import { goal, int, type BenchLine } from './report.js';
  * the Node heap sized as the image sizes it from that limit (scripts/image/node-heap),
  * beside Node's default heap. The first 12 000 keys go 24 at once (all fresh:
  * the cache full at its bound), the rest 500 at once. The shim queries a real HTTP listener that
- * runs each query on the embedded engine (embedded-front.ts) in this process,
+ * runs each query on the embedded engine (src/clickhouse/http-front.ts) in this process,
  * so the shim's RSS is its own.
  */
 const KEYS = Number(process.env.DFE_BENCH_FLOOD_KEYS ?? 200_000);
@@ -117,7 +117,7 @@ export async function benchKeyFlood(embedded: ClickHouseHandle, database: string
   const flags = imageHeapFlags(limit, dir);
   const overridePath = join(dir, 'override.yaml');
   writeFileSync(overridePath, `queries:\n  flood:\n    database: ${database}\n    params: [service]\n    sql: "SELECT length({service:String}) AS value"\n`);
-  const front = await startEmbeddedFront(embedded);
+  const front = await startEngineFront(embedded);
   const mib = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MiB`;
   const share = (b: number) => `${((100 * b) / limit).toFixed(0)} %`;
   const describe = (r: FloodRun) =>

@@ -11,6 +11,7 @@ import { benchGrpcCached, benchOpenStreams, benchRunNowPush } from './grpc-bench
 import { benchDistinctParams } from './memory-bench.js';
 import { benchKeyFlood } from './key-flood-bench.js';
 import { benchDistinctKeys, benchOneConnection } from './one-connection-bench.js';
+import { benchNemesis } from './nemesis-bench.js';
 import { benchInstallSize, benchSoak, benchStartAndIdle } from './pod-bench.js';
 import { formatLine, runPassed, summary, type BenchLine } from './report.js';
 import { benchRunner } from './runner-bench.js';
@@ -71,6 +72,7 @@ async function main(): Promise<number> {
     { name: 'runner', run: () => benchRunner(embedded, embeddedPath) },
     { name: 'due query', run: () => benchDueQuery(embedded.client) },
     { name: 'smoothing', run: () => benchSmoothing() },
+    { name: 'coordination under a nemesis', run: () => benchNemesis() },
   ];
   // `node dist/bench/run.js runner due` runs only the sections whose names contain a word given.
   const only = args.filter((a) => !a.startsWith('--'));

@@ -12,6 +12,8 @@ import { withTelemetry } from '../telemetry/start.js';
 import { formatVerifyReport, verifyCoordination } from '../runner/verify-coordination.js';
 import { runDoctor } from '../doctor/doctor.js';
 import { doctorJson, failed, formatDoctor } from '../doctor/report.js';
+import { reapChildren } from '../runner/nemesis/children.js';
+import { parseFaultKinds } from '../runner/nemesis/plan.js';
 
 const USAGE = `Usage: dfe-hunt-runner <command> [options]
 
@@ -26,10 +28,13 @@ Commands:
                            user's grants, the schema, span log, clock skew, due-query latency,
                            max_execution_time, output-table deduplication; exit 1 on a failing check
   enable <hunt_id>         lift an auto-disable (memory-limit crash-loop or a ceiling)
-  verify-coordination --runners N --seconds S [--keep]
+  verify-coordination --runners N --seconds S [--keep] [--json]
+                           [--nemesis pause,cpu,stall,kill [--seed N]] [--processes] [--lease SECONDS]
                            race N runners on hunts firing every second in a scratch database;
-                           print fires, double runs, missed fires, claim latency; exit 1 on any
-                           double or miss; drops the scratch database unless --keep
+                           print fires, double runs, missed fires, lateness; exit 1 on any
+                           double or miss; drops the scratch database unless --keep.
+                           --nemesis: runners as separate processes, faults injected at seeded
+                           random moments (seed printed); --processes: the same without faults
   smoothing plan [--json] [--cycles N]
                            simulate N planning cycles on the live schedule and costs; writes nothing
   smoothing apply [--cycles N]
@@ -93,6 +98,10 @@ function parse(argv: string[]): Parsed {
       seconds: { type: 'string' },
       keep: { type: 'boolean' },
       as: { type: 'string' },
+      nemesis: { type: 'string' },
+      seed: { type: 'string' },
+      processes: { type: 'boolean' },
+      lease: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -200,15 +209,51 @@ function wholeCount(flag: string, value: string | boolean | undefined): number {
   return n;
 }
 
-/** docs/operations.md#verify-coordination: parse, race, print; a double or a miss exits 1. */
+function wholeOrZero(flag: string, value: string): number {
+  const n = /^\d+$/.test(value.trim()) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n > 0xffffffff) throw new DfeError('USAGE', `--${flag} must be a whole number 0–4294967295, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+/**
+ * docs/operations.md#verify-coordination: parse, race, print; a double or a miss exits 1.
+ * SIGINT/SIGTERM during the race kill every process it started (SIGCONT, then SIGKILL) before
+ * this process ends: no runner left stopped, no CPU hog left spinning.
+ */
 async function verifyCommand(config: AppConfig, flags: Flags): Promise<void> {
   const runners = wholeCount('runners', flags.runners);
   const seconds = wholeCount('seconds', flags.seconds);
-  const report = await verifyCoordination({ config, runners, seconds, keep: flags.keep === true, progress: (line) => void process.stderr.write(`${line}\n`) });
-  print(formatVerifyReport(report));
-  if (!report.ok) {
-    const c = report.coverage;
-    throw new DfeError('CLICKHOUSE_FAILED', `${c.doubled + report.doubleRunRows} double run(s), ${c.missed} missed fire(s) in ${report.database}`);
+  const leaseSeconds = typeof flags.lease === 'string' ? wholeCount('lease', flags.lease) : undefined;
+  const kinds = typeof flags.nemesis === 'string' ? parseFaultKinds(flags.nemesis) : undefined;
+  if (flags.seed !== undefined && kinds === undefined) throw new DfeError('USAGE', '--seed goes with --nemesis');
+  const seed = typeof flags.seed === 'string' ? wholeOrZero('seed', flags.seed) : Math.floor(Math.random() * 0xffffffff);
+  const onSignal = (sig: NodeJS.Signals) => {
+    const n = reapChildren();
+    process.stderr.write(`verify-coordination: ${sig}: killed ${n} child process(es); the scratch database may remain (dfe_verify_*)\n`);
+    process.exit(sig === 'SIGINT' ? 130 : 143);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const report = await verifyCoordination({
+      config,
+      runners,
+      seconds,
+      keep: flags.keep === true,
+      processes: flags.processes === true,
+      ...(leaseSeconds === undefined ? {} : { leaseSeconds }),
+      ...(kinds === undefined ? {} : { nemesis: { kinds, seed } }),
+      progress: (line) => void process.stderr.write(`${line}\n`),
+    });
+    print(flags.json ? `${JSON.stringify(report)}\n` : formatVerifyReport(report));
+    if (!report.ok) {
+      const c = report.coverage;
+      throw new DfeError('CLICKHOUSE_FAILED', `${c.doubled + c.overlaps + report.doubleRunRows} double run(s), ${c.missed} missed fire(s) in ${report.database}`);
+    }
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    reapChildren();
   }
 }
 

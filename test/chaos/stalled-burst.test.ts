@@ -5,7 +5,7 @@ import { createOtelGaugeTable, insertGaugePoints } from '../../src/pressure/otel
 import { PRESSURE_METRIC } from '../../src/pressure/rule.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { stallingProxy } from '../helpers/faults.js';
-import { startEngineFront, type EngineFront } from './engine-front.js';
+import { startEngineFront, type EngineFront } from '../../src/clickhouse/http-front.js';
 import { startChaosShim, type ChaosShim } from './harness.js';
 
 /**

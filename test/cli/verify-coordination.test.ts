@@ -1,5 +1,5 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,7 +10,8 @@ import { runNode } from '../helpers/run-process.js';
  * embedded engine with Keeper (examples/embedded-keeper.xml), in both claim modes:
  * exit 0 and a report of 0 doubles and 0 misses; bad input exits 2; the scratch
  * database is dropped unless --keep. One CLI process at a time (one process per
- * data directory).
+ * data directory). The nemesis' own runs are test/runner/race.test.ts's (the fleet lane);
+ * here its flags and its clean-up under SIGTERM.
  */
 const ROOT = resolve(import.meta.dirname, '../..');
 const CLI = join(ROOT, 'dist/src/cli/hunt-runner.js');
@@ -36,6 +37,21 @@ beforeAll(() => {
 }, 180_000);
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
+/** Live processes (not zombies) whose environment holds `mark`. */
+function marked(mark: string): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (!readFileSync(`/proc/${pid}/environ`, 'latin1').includes(mark)) continue;
+      const state = /^State:\s+(\S)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+      if (state !== 'Z') found.push(`${pid} (${state})`);
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return found;
+}
+
 function reportOf(stdout: string) {
   const num = (re: RegExp) => Number(re.exec(stdout)?.[1] ?? Number.NaN);
   return {
@@ -52,7 +68,43 @@ describe('dfe-hunt-runner verify-coordination', () => {
     const bad = await verify('keeper', '--runners', '0', '--seconds', '5');
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--runners must be a whole number ≥ 1, got "0"/);
+    const nap = await verify('keeper', '--runners', '2', '--seconds', '5', '--nemesis', 'pause,nap');
+    expect(nap.code).toBe(2);
+    expect(nap.stderr).toMatch(/--nemesis: unknown fault "nap" in "pause,nap"; known: pause, cpu, stall, kill/);
+    const seed = await verify('keeper', '--runners', '2', '--seconds', '5', '--seed', '3');
+    expect(seed.code).toBe(2);
+    expect(seed.stderr).toMatch(/--seed goes with --nemesis/);
   });
+
+  it('SIGTERM during a nemesis run leaves no process behind: stopped runners continued and killed, hogs killed', async () => {
+    // Every child inherits this mark in its environment, so /proc finds any left behind.
+    const mark = `nemesis-reap-${process.pid}-${Date.now()}`;
+    const child = spawn(
+      process.execPath,
+      [CLI, 'verify-coordination', '--runners', '2', '--seconds', '60', '--lease', '2', '--nemesis', 'pause,cpu', '--seed', '1', '--embedded-path', dataDir, '--embedded-config', join(ROOT, 'examples/embedded-keeper.xml'), '--claims', 'keeper'],
+      { env: env({ DFE_HUNT_RUNNER_SETTLE_MS: '300', DFE_TEST_MARK: mark }) },
+    );
+    let stderr = '';
+    const both = new Promise<void>((resolve) => {
+      child.stderr.on('data', (b: Buffer) => {
+        stderr += b.toString();
+        // Both faults under way: a runner SIGSTOPped and the hogs spinning.
+        if (/nemesis \+[\d.]+ s: pause/.test(stderr) && /nemesis \+[\d.]+ s: cpu/.test(stderr)) resolve();
+      });
+    });
+    const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 200_000);
+    await Promise.race([both, exit]);
+    expect(marked(mark).length, stderr).toBeGreaterThanOrEqual(3);
+    child.kill('SIGTERM');
+    const ended = await exit;
+    clearTimeout(timer);
+    // Exit 143; on the embedded engine chdb's own teardown at exit may end it by a signal instead.
+    expect(ended.code === 143 || (ended.code === null && ended.signal !== null), `${JSON.stringify(ended)} ${stderr}`).toBe(true);
+    expect(stderr).toMatch(/SIGTERM: killed [1-9]\d* child process\(es\)/);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(marked(mark)).toEqual([]);
+  }, 240_000);
 
   for (const claims of ['keeper', 'tables']) {
     it(`claims ${claims}: 3 runners, 15 s — exit 0, 0 doubles, 0 misses, the scratch database dropped`, async () => {
@@ -60,7 +112,7 @@ describe('dfe-hunt-runner verify-coordination', () => {
       console.log(r.stdout);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toContain(`claims ${claims}`);
-      expect(r.stdout).toMatch(/claim latency \(fire → run start\): p50 [\d.]+ s, p99 [\d.]+ s/);
+      expect(r.stdout).toMatch(/lateness \(fire → run start\): p50 [\d.]+ s, p99 [\d.]+ s, max [\d.]+ s/);
       expect(r.stdout).toContain('OK: every owed fire ran exactly once');
       const report = reportOf(r.stdout);
       expect(report.owed).toBeGreaterThan(20);

@@ -1,8 +1,12 @@
-import { describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { formatVerifyReport, verifyCoordination, type VerifyReport } from '../../src/runner/verify-coordination.js';
 import { keeperEnv } from '../helpers/keeper.js';
-import { needs } from '../helpers/requirement.js';
+import { runNode } from '../helpers/run-process.js';
 
 /**
  * Real races (docs/claim-protocol.md): 4 runners on one store, each with its own engine
@@ -20,10 +24,9 @@ import { needs } from '../helpers/requirement.js';
  * still queued on it stalls chdb's process-wide parameter queue.
  *
  * Keeper mode races for real here: claims are strict inserts on separate connections, with
- * no gate. The table protocol does NOT race on the embedded engine: a claim's free read and
- * insert pass the process-wide claim gate (quirk 5, docs/embedded.md), so table claims never
- * interleave and the settle wait, read-back and tie rule meet no concurrent claimant. With
- * DFE_CLICKHOUSE_URL set the table-protocol run goes to that server, where nothing gates it.
+ * no gate. The table protocol does not race in one process on the embedded engine (its claims
+ * pass the process-wide claim gate, quirk 5, docs/embedded.md): its race is the nemesis' below,
+ * runners as processes through an HTTP front.
  */
 const RUN = { runners: 4, seconds: 60, hunts: 51, intervals: [1, 2, 3], kill: { atSeconds: 20, restartAfterSeconds: 5 } };
 /**
@@ -61,19 +64,69 @@ describe('a real race: 4 runners, 51 hunts at 1–3 s, 60 s, one runner killed a
 });
 
 /**
- * The table protocol races only on a server: on the embedded engine its claims pass one
- * process-wide gate (src/clickhouse/embedded.ts), so no rival read interleaves and nothing
- * would be raced. Its run on the embedded engine is test/cli/verify-coordination.test.ts's.
+ * The nemesis (docs/operations.md#the-nemesis), in both claim modes: 4 runners, each a real
+ * `dfe-hunt-runner run` process in server mode, race through a stall proxy before an HTTP
+ * front over this test's embedded engine (the verify process holds the engine: one process per
+ * data directory) — or, with DFE_CLICKHOUSE_URL set, before that server. So the table
+ * protocol's claims race with no process-wide gate, as on a server. Faults at seeded random
+ * moments (the seed is printed; `--seed` repeats a run): a runner SIGSTOPped for more than
+ * twice its 5 s lease and continued, CPU hogs on every core, ClickHouse stalled, a runner
+ * SIGKILLed mid-run and restarted. Counted from the tables: 0 fires covered twice (overlapping
+ * windows included), 0 missed. Through the compiled CLI, its report read as JSON.
  */
+const ROOT = resolve(import.meta.dirname, '../..');
+const CLI = join(ROOT, 'dist/src/cli/hunt-runner.js');
 const SERVER_URL = process.env.DFE_CLICKHOUSE_URL;
-const NO_SERVER = SERVER_URL ? undefined : 'no DFE_CLICKHOUSE_URL: the table protocol is gated on the embedded engine, so only a server can race it';
+const NEMESIS = { runners: '4', seconds: '40', lease: '5', faults: 'pause,cpu,stall,kill' };
 
-needs(NO_SERVER, 'mode').describe('a real race of the table protocol on a server: 4 runners, 51 hunts at 1–3 s, 60 s, one runner killed and restarted', () => {
-  it('every owed fire exactly once', async () => {
-    const lines: string[] = [];
-    const config = loadConfig({ ...TIMING, DFE_CLICKHOUSE_BACKEND: 'server', DFE_CLICKHOUSE_URL: SERVER_URL ?? '', DFE_COORDINATION_CLAIMS: 'tables' });
-    const report = await verifyCoordination({ config, ...RUN, progress: (l) => lines.push(l) });
-    expect(report.claims).toBe('tables');
-    check(report, lines);
-  }, 600_000);
+function nemesisEnv(claims: string, dataDir: string): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('DFE_')) out[key] = value;
+  // Keeper mode always on the embedded engine with testkeeper (a server may have no KeeperMap).
+  const where =
+    SERVER_URL && claims === 'tables'
+      ? { DFE_CLICKHOUSE_BACKEND: 'server', DFE_CLICKHOUSE_URL: SERVER_URL }
+      : { DFE_CLICKHOUSE_BACKEND: 'embedded', DFE_EMBEDDED_PATH: dataDir, DFE_EMBEDDED_CONFIG_FILE: join(ROOT, 'examples/embedded-keeper.xml') };
+  return { ...out, ...where, LOG_LEVEL: 'warn', UV_THREADPOOL_SIZE: '16', DFE_HUNT_RUNNER_SETTLE_MS: '300', DFE_COORDINATION_CLAIMS: claims };
+}
+
+describe('the nemesis: 4 runner processes, 40 s, a pause past twice the lease, CPU hogs, a stalled ClickHouse, a runner killed and restarted', () => {
+  beforeAll(() => {
+    const build = spawnSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, encoding: 'utf8' });
+    if (build.status !== 0) console.warn(`tsc -p tsconfig.build.json exited ${build.status}:\n${build.stdout.slice(0, 2000)}`);
+    expect(existsSync(CLI), 'the compiled CLI').toBe(true);
+  }, 180_000);
+
+  for (const claims of ['keeper', 'tables'] as const) {
+    it(`claims ${claims}${claims === 'tables' ? ' (the table protocol really racing: no process-wide gate)' : ''}: every owed fire exactly once`, async () => {
+      const dataDir = mkdtempSync(join(tmpdir(), 'dfe-nemesis-ch-'));
+      try {
+        const args = ['verify-coordination', '--runners', NEMESIS.runners, '--seconds', NEMESIS.seconds, '--lease', NEMESIS.lease, '--nemesis', NEMESIS.faults, '--json'];
+        const r = await runNode([CLI, ...args], nemesisEnv(claims, dataDir), 400_000);
+        console.log(r.stderr.split('\n').filter((l) => l.startsWith('nemesis') || l.startsWith('runner')).join('\n'));
+        const report = JSON.parse(r.stdout.split('\n').find((l) => l.startsWith('{')) ?? 'null') as VerifyReport | null;
+        expect(report, r.stderr.slice(-2000)).not.toBeNull();
+        if (!report) return;
+        console.log(formatVerifyReport(report));
+        expect(report.claims).toBe(claims);
+        expect(report.processes).toBe(true);
+        // Every kind was injected (none skipped), a pause outlasting twice the lease.
+        const faults = report.nemesis?.faults ?? [];
+        for (const kind of ['pause', 'cpu', 'stall', 'kill']) expect(faults.some((f) => f.kind === kind && f.durationSeconds > 0), kind).toBe(true);
+        expect(faults.filter((f) => f.kind === 'pause').every((f) => f.durationSeconds > 2 * report.leaseSeconds)).toBe(true);
+        expect(report.coverage.owed).toBeGreaterThan(20 * 20);
+        expect({
+          doubled: report.coverage.doubled,
+          overlaps: report.coverage.overlaps,
+          doubleRunRows: report.doubleRunRows,
+          missed: report.coverage.missed,
+          examples: report.coverage.examples,
+          unexpectedExits: report.unexpectedExits,
+        }).toEqual({ doubled: 0, overlaps: 0, doubleRunRows: 0, missed: 0, examples: [], unexpectedExits: [] });
+        expect(r.code, r.stderr.slice(-2000)).toBe(0);
+      } finally {
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    }, 420_000);
+  }
 });
