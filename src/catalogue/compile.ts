@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { CatalogueBuiltins } from './builtins.js';
-import type { BatchDefinition, CompiledQuery, QueryDefinition } from './types.js';
+import type { BatchDefinition, CatalogueWarning, CompiledQuery, QueryDefinition } from './types.js';
 import { checkQuery, type QuerySource } from './definition.js';
 import { catalogueInvalid } from './errors.js';
 import { mergeLayers, type MergedQuery } from './merge.js';
 import type { Layer } from './parse.js';
 import { placeholderNames, replaceSentinels } from './sentinels.js';
+import { describeDropped, type DroppedPart } from './sql-ties.js';
 
 /** The databases `data` and `otel` stand for (config: DFE_CLICKHOUSE_DATA_DATABASE, DFE_KEDA_SHIM_OTEL_DATABASE). */
 export interface CatalogueDatabases {
@@ -41,19 +42,7 @@ function checkPlaceholders(q: MergedQuery, definition: QueryDefinition, sql: str
   const used = placeholderNames(sql);
   const fail = (key: 'params' | 'binds' | 'sql', value: string, problem: string, file = q.origin[key] ?? q.file) =>
     catalogueInvalid({ file, query: q.name, key, value, problem });
-  // The SQL came from `sql` or `builtin`, whichever the merge kept.
-  const sqlFile = q.origin[q.raw.sql === undefined ? 'builtin' : 'sql'] ?? q.file;
-  /**
-   * A param or bind without a placeholder: when a later file replaced the SQL
-   * and the list or map stayed from an earlier file, the file that set the SQL
-   * is the one to fix (it can clear the binds with `binds: null`).
-   */
-  const missing = (key: 'params' | 'binds', name: string) => {
-    const from = q.origin[key] ?? q.file;
-    if (from === sqlFile || sqlFile !== q.file) return fail(key, name, `has no {${name}:Type} placeholder in the SQL`);
-    const hint = key === 'binds' ? '; set binds: null (or new binds) next to the new sql to drop them' : '; set params next to the new sql';
-    return fail(key, name, `(set by ${from}) has no {${name}:Type} placeholder in the SQL this file set${hint}`, sqlFile);
-  };
+  const missing = (key: 'params' | 'binds', name: string) => fail(key, name, `has no {${name}:Type} placeholder in the SQL`);
   for (const name of definition.params) {
     if (!used.includes(name)) throw missing('params', name);
   }
@@ -69,9 +58,7 @@ function checkPlaceholders(q: MergedQuery, definition: QueryDefinition, sql: str
 
 /**
  * The batch SQL: sentinels replaced; every param and bind has a placeholder, every
- * placeholder is one, and the batched param's is an `Array(...)`. A batch set by
- * an earlier file than the query's SQL would run other SQL than the one-by-one
- * query: the file that replaced the SQL must set (or clear) the batch too.
+ * placeholder is one, and the batched param's is an `Array(...)`.
  */
 function compileBatch(q: MergedQuery, definition: QueryDefinition, databaseName: string, inputs: CatalogueInputs): BatchDefinition | undefined {
   const batch = definition.batch;
@@ -79,17 +66,6 @@ function compileBatch(q: MergedQuery, definition: QueryDefinition, databaseName:
   const batchFile = q.origin['batch'] ?? q.file;
   const fail = (key: string, value: unknown, problem: string, file = batchFile) =>
     catalogueInvalid({ file, query: q.name, key: `batch.${key}`, value, problem });
-  for (const key of ['sql', 'builtin', 'params'] as const) {
-    const from = q.origin[key];
-    if (from !== undefined && from !== batchFile && q.raw[key] !== undefined && from === q.file) {
-      throw catalogueInvalid({
-        file: from,
-        query: q.name,
-        key: 'batch',
-        problem: `(set by ${batchFile}) belongs to the SQL of that file, but this file sets ${key}: set batch: null (or a new batch) next to it`,
-      });
-    }
-  }
   const sql = replaceSentinels(batch.sql, databaseName, inputs.builtins.sentinels);
   const used = placeholderNames(sql);
   for (const name of [...definition.params, ...Object.keys(definition.binds)]) {
@@ -118,9 +94,44 @@ export function fingerprintOf(query: Omit<CompiledQuery, 'fingerprint'>): string
   return createHash('sha256').update(material).digest('hex').slice(0, 16);
 }
 
+/**
+ * Params and binds an earlier file set for a SQL a later file replaced: those the new SQL
+ * has no placeholder for go with the old SQL (sql-ties.ts), the rest stay.
+ */
+function dropUnusedTies(q: MergedQuery, definition: QueryDefinition, sql: string): { definition: QueryDefinition; dropped: DroppedPart[] } {
+  const ties = q.ties;
+  if (ties === undefined) return { definition, dropped: [] };
+  const used = placeholderNames(sql);
+  const unused = (names: Readonly<Record<string, string>>, key: string) =>
+    Object.entries(names)
+      .filter(([name]) => !used.includes(name))
+      .map(([name, file]) => ({ name, part: { part: `${key}.${name}`, file } }));
+  const params = unused(ties.inheritedParams, 'params');
+  const binds = unused(ties.inheritedBinds, 'binds');
+  const gone = (list: ReadonlyArray<{ name: string }>) => new Set(list.map((x) => x.name));
+  const goneParams = gone(params);
+  const goneBinds = gone(binds);
+  return {
+    definition: {
+      ...definition,
+      params: definition.params.filter((name) => !goneParams.has(name)),
+      binds: Object.fromEntries(Object.entries(definition.binds).filter(([name]) => !goneBinds.has(name))),
+    },
+    dropped: [...ties.dropped, ...params.map((x) => x.part), ...binds.map((x) => x.part)],
+  };
+}
+
+function droppedWarning(q: MergedQuery, dropped: readonly DroppedPart[]): CatalogueWarning[] {
+  if (dropped.length === 0 || q.ties === undefined) return [];
+  const file = q.ties.file;
+  const value = dropped.map((d) => d.part);
+  return [{ file, query: q.name, key: q.raw.sql === undefined ? 'builtin' : 'sql', value, message: describeDropped(file, q.name, dropped) }];
+}
+
 export function compileQuery(q: MergedQuery, inputs: CatalogueInputs): CompiledQuery {
-  const { definition, source, warnings } = checkQuery(q);
-  const reserved = definition.params.find((name) => inputs.reservedParams?.includes(name));
+  const checked = checkQuery(q);
+  const source = checked.source;
+  const reserved = checked.definition.params.find((name) => inputs.reservedParams?.includes(name));
   if (reserved !== undefined) {
     throw catalogueInvalid({
       file: q.origin['params'] ?? q.file,
@@ -130,11 +141,13 @@ export function compileQuery(q: MergedQuery, inputs: CatalogueInputs): CompiledQ
       problem: 'is reserved by the shim (DFE_KEDA_SHIM_AUTH_API_KEY_PARAM: the API key) and cannot be declared',
     });
   }
-  const databaseName = resolveDatabase(definition.database, inputs);
+  const databaseName = resolveDatabase(checked.definition.database, inputs);
   const sql = sourceSql(source, databaseName, inputs.builtins);
+  const { definition, dropped } = dropUnusedTies(q, checked.definition, sql);
   checkPlaceholders(q, definition, sql);
   const batch = compileBatch(q, definition, databaseName, inputs);
   const compiled = { ...definition, sql, databaseName, ...(batch === undefined ? {} : { batch }) };
+  const warnings = [...droppedWarning(q, dropped), ...checked.warnings];
   return Object.freeze({ ...compiled, fingerprint: fingerprintOf(compiled), ...(warnings.length > 0 ? { warnings: Object.freeze(warnings) } : {}) });
 }
 

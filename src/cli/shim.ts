@@ -6,10 +6,12 @@ import { createLogger } from '../log.js';
 import { withTelemetry } from '../telemetry/start.js';
 import { startShim, type RunningShim } from '../shim/start.js';
 import { exitWhenDone, invokedDirectly, launch, type Program } from './shell.js';
+import { CHECK_USAGE, checkSettings, runCheck } from './shim-check.js';
 
 export { startShim, type RunningShim, type StartShimOptions } from '../shim/start.js';
 
 const USAGE = `Usage: dfe-keda-shim [run] [options]
+       dfe-keda-shim check [options]   (asks a running shim what KEDA asks; --help for its options)
 
 Serves the query catalogue to KEDA's metrics-api trigger, fail-safe (docs/failsafe.md, docs/api.md).
 Every option has an environment twin; the option wins.
@@ -41,7 +43,7 @@ function parseFlags(argv: readonly string[]): { help: boolean; flags: Record<str
     },
   });
   const extra = positionals[0] === 'run' ? positionals.slice(1) : positionals;
-  if (extra.length > 0) throw new DfeError('USAGE', `unknown command ${extra.join(' ')} (only "run")`);
+  if (extra.length > 0) throw new DfeError('USAGE', `unknown command ${extra.join(' ')} (only "run" and "check")`);
   const { help, ...flags } = values;
   return { help: help === true, flags: flags as Record<string, string | undefined> };
 }
@@ -75,6 +77,21 @@ function shimProgram(argv: readonly string[], env: NodeJS.ProcessEnv): Program<A
 
 /** Runs the CLI. Resolves with the running shim, or an exit code when it will not run. */
 export function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<RunningShim | number> {
+  if (argv[0] === 'check') {
+    if (argv.includes('--help') || argv.includes('-h')) {
+      process.stdout.write(`${CHECK_USAGE}\n`);
+      return Promise.resolve(0);
+    }
+    return Promise.resolve()
+      .then(() => runCheck(checkSettings(argv.slice(1), env), (line) => process.stdout.write(`${line}\n`)))
+      .catch((err: unknown) => {
+        if (err instanceof DfeError) {
+          process.stderr.write(`dfe-keda-shim check: ${err.message}\n`);
+          return 2;
+        }
+        throw err;
+      });
+  }
   return launch(shimProgram(argv, env));
 }
 

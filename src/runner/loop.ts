@@ -8,6 +8,7 @@ import { ServerTime, type CoordinationTime } from '../coordination/server-clock.
 import { huntsDirSignature, loadHuntsDir, logHuntSet } from '../schedule/hunt-files.js';
 import { materialise, materialiseSummary, warnMaterialise } from '../coordination/materialise.js';
 import type { RunnerMetrics } from './metrics.js';
+import { knowHunts, zeroAutoDisabled } from './hunt-series.js';
 import { overrunFire, planTick, type PlannedRun } from '../schedule/plan.js';
 import { claimAndRun, type FinishedRun, type RunnerEvents, type TickRecord } from './fire.js';
 import { coordinationSettings, resolveTopology } from '../coordination/topology.js';
@@ -98,11 +99,8 @@ export class Runner {
     logHuntSet(this.deps.log, set);
     if (set.invalid.length > 0) this.deps.metrics.specErrors.inc(set.invalid.length);
     this.hunts = new Map(set.hunts.map((h) => [h.huntId, h]));
-    // Each hunt's series starts at 0, so an alert sees its first skip as an increase.
-    for (const huntId of this.hunts.keys()) {
-      this.deps.metrics.catchupSkipped.inc({ hunt_id: huntId }, 0);
-      this.deps.metrics.leaseLost.inc({ hunt_id: huntId }, 0);
-    }
+    // Each hunt's series starts at 0 (and a gone hunt's go), so an alert sees its first skip as an increase.
+    knowHunts(this.deps.metrics, this.hunts.keys());
     this.signature = set.signature;
     this.needsMaterialise = true;
   }
@@ -225,7 +223,7 @@ export class Runner {
     const nowMs = this.deps.clock.nowMs();
     if (!this.smoothing || nowMs - this.gaugeRefreshedMs < DISABLED_GAUGE_REFRESH_MS) return;
     this.gaugeRefreshedMs = nowMs;
-    this.smoothing.refreshDisabled().catch((err: unknown) => {
+    this.smoothing.refreshDisabled().then((disabled) => zeroAutoDisabled(this.deps.metrics, disabled), (err: unknown) => {
       if (!this.abort.signal.aborted) this.deps.log.warn({ err }, 'could not read auto-disabled hunts');
     });
   }

@@ -25,6 +25,17 @@ export interface RunnerMetrics {
   /** 1 for the claim mode in use (docs/claim-protocol.md#choosing-the-mode). */
   readonly claimMode: Gauge<'mode'>;
   readonly smoothing: SmoothingMetrics;
+  /** Hunts whose series exist at 0 (hunt-series.ts), kept with the registry they live in. */
+  readonly knownHunts: Set<string>;
+}
+
+/** The load curve's statistics: each exists from the first scrape, at 0 until the first planning cycle sets it. */
+const LOAD_STATS = ['peak', 'mean', 'flatness'] as const;
+
+function statGauge(options: { name: string; help: string; labelNames: readonly ['stat']; registers: Registry[] }): Gauge<'stat'> {
+  const gauge = new Gauge(options);
+  for (const stat of LOAD_STATS) gauge.set({ stat }, 0);
+  return gauge;
 }
 
 /** Load smoothing and escalation metrics (docs/smoothing.md): their interface lives with the smoothing code. */
@@ -56,9 +67,9 @@ function smoothingMetrics(registers: Registry[]): SmoothingMetrics {
     costCpuSeconds: new Gauge({ name: 'dfe_hunt_cost_cpu_seconds', help: 'p95 CPU time of a run (seconds) over the cost window.', labelNames: hunt, registers }),
     costMemBytes: new Gauge({ name: 'dfe_hunt_cost_mem_bytes', help: 'p95 peak memory of a run (bytes) over the cost window.', labelNames: hunt, registers }),
     costDurationSeconds: new Gauge({ name: 'dfe_hunt_cost_duration_seconds', help: 'p95 duration of a run (seconds) over the cost window.', labelNames: hunt, registers }),
-    loadCpu: new Gauge({ name: 'dfe_hunt_load_cpu', help: 'CPU curve C(b)/C_cap over the hyperperiod: peak, mean, flatness.', labelNames: stat, registers }),
-    loadMem: new Gauge({ name: 'dfe_hunt_load_mem', help: 'Memory curve M(b)/M_cap over the hyperperiod: peak, mean, flatness.', labelNames: stat, registers }),
-    loadPressure: new Gauge({ name: 'dfe_hunt_load_pressure', help: 'Pressure curve P(b): peak, mean, flatness.', labelNames: stat, registers }),
+    loadCpu: statGauge({ name: 'dfe_hunt_load_cpu', help: 'CPU curve C(b)/C_cap over the hyperperiod: peak, mean, flatness.', labelNames: stat, registers }),
+    loadMem: statGauge({ name: 'dfe_hunt_load_mem', help: 'Memory curve M(b)/M_cap over the hyperperiod: peak, mean, flatness.', labelNames: stat, registers }),
+    loadPressure: statGauge({ name: 'dfe_hunt_load_pressure', help: 'Pressure curve P(b): peak, mean, flatness.', labelNames: stat, registers }),
     objective: new Gauge({ name: 'dfe_hunt_smoothing_objective', help: 'J = Σ P(b)² after the last planning cycle (never rises).', registers }),
     flatness: new Gauge({ name: 'dfe_hunt_smoothing_flatness', help: 'max P / mean P after the last planning cycle (1 = flat).', registers }),
     projectedFlatness: new Gauge({
@@ -163,5 +174,6 @@ export function createRunnerMetrics(registry = new Registry()): RunnerMetrics {
       registers,
     }),
     smoothing: smoothingMetrics(registers),
+    knownHunts: new Set<string>(),
   };
 }

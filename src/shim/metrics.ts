@@ -54,6 +54,8 @@ export class ShimMetrics {
   admissionQueued: () => number = () => 0;
   /** Keyed by catalogue query name, so bounded by the catalogue. */
   private readonly tallies = new Map<string, QueryTally>();
+  /** Queries whose series were made at 0 (knowQueries); forgetQuery forgets them. */
+  private readonly known = new Set<string>();
 
   constructor(readonly registry: Registry = new Registry()) {
     const registers = [registry];
@@ -122,12 +124,22 @@ export class ShimMetrics {
   }
 
   /**
-   * Every series a catalogue query can have in failsafe_answers_total, at 0
-   * (the Prometheus instrumentation guide: a counter that exists before its
-   * first event). Called with the live catalogue at start and after each reload.
+   * Every series a catalogue query can have, at 0 (the Prometheus instrumentation guide: a
+   * series exists before its first event, so a panel or an alert on it shows 0, not "no data").
+   * Called with the live catalogue at start and after each reload; a query already known keeps
+   * its values (a histogram's zero() would clear them). served_value_age_seconds reads 0 until
+   * the query first serves a value.
    */
   knowQueries(names: Iterable<string>): void {
-    for (const query of names) for (const reason of FAILSAFE_REASONS) this.failsafeAnswers.inc({ query, reason }, 0);
+    for (const query of names) {
+      if (this.known.has(query)) continue;
+      this.known.add(query);
+      this.tally(query);
+      for (const reason of FAILSAFE_REASONS) this.failsafeAnswers.inc({ query, reason }, 0);
+      for (const source of REQUEST_SOURCES) this.requests.inc({ query, source }, 0);
+      for (const outcome of QUERY_OUTCOMES) this.queryDuration.zero({ query, outcome });
+      for (const outcome of ADMISSION_OUTCOMES) this.admissionWait.zero({ query, outcome });
+    }
   }
 
   private tally(query: string): QueryTally {
@@ -164,13 +176,14 @@ export class ShimMetrics {
 
   private flushServedAge(): void {
     for (const [query, tally] of this.tallies) {
-      if (tally.servedAge !== undefined) this.servedAge.set({ query }, tally.servedAge);
+      this.servedAge.set({ query }, tally.servedAge ?? 0);
     }
   }
 
   /** Drops every series of a query the catalogue no longer has. */
   forgetQuery(query: string): void {
     this.tallies.delete(query);
+    this.known.delete(query);
     for (const source of REQUEST_SOURCES) this.requests.remove({ query, source });
     for (const outcome of QUERY_OUTCOMES) this.queryDuration.remove({ query, outcome });
     for (const reason of FAILSAFE_REASONS) this.failsafeAnswers.remove({ query, reason });

@@ -107,10 +107,23 @@ describe('catalogue batch form', () => {
     expect(failure('queries:\n  q:\n    batch: {param: k}\n', base)).toBe(`${OVER}: query "q" key "batch.sql": is missing: the SQL that answers many keys at once`);
   });
 
-  it('an override that replaces the SQL but keeps an earlier batch is refused (it would run other SQL)', () => {
-    expect(failure('queries:\n  depth:\n    sql: "SELECT {queue:String} AS q, {min_age:UInt32} AS a"\n')).toBe(
-      `${OVER}: query "depth" key "batch": (set by ${BASE}) belongs to the SQL of that file, but this file sets sql: set batch: null (or a new batch) next to it`,
+  it('an override that replaces the SQL takes the earlier batch along: one by one, said in a warning', () => {
+    const q = compile('queries:\n  depth:\n    sql: "SELECT {queue:String} AS q, {min_age:UInt32} AS a"\n').get('depth')!;
+    expect(q.batch).toBeUndefined();
+    expect(q.warnings?.map((w) => [w.file, w.key, w.value])).toEqual([[OVER, 'sql', ['batch']]]);
+    expect(q.warnings?.[0]?.message).toBe(
+      `${OVER}: query "depth" replaces the SQL, so the built-in parts that belonged to the old SQL were dropped: batch (set by ${BASE}); ` +
+        'without a batch form it answers each key with its own query. Set them next to the new sql to keep them',
     );
-    expect(compile('queries:\n  depth:\n    sql: "SELECT {queue:String} AS q, {min_age:UInt32} AS a"\n    batch: null\n').get('depth')!.batch).toBeUndefined();
+    expect(compile('queries:\n  depth:\n    sql: "SELECT {queue:String} AS q, {min_age:UInt32} AS a"\n    batch: null\n').get('depth')!.warnings).toBeUndefined();
+  });
+
+  it('a batch set next to the new SQL applies, alone: nothing of the earlier block merges in', () => {
+    const sql = 'SELECT queue, 1 FROM __DB__.jobs WHERE queue IN {queue:Array(String)} AND age > {min_age:UInt32} GROUP BY queue';
+    const q = compile(`queries:\n  depth:\n    sql: "SELECT {queue:String} AS q, {min_age:UInt32} AS a"\n    batch: {param: queue, max_size: 7, sql: "${sql}"}\n`).get('depth')!;
+    expect({ maxSize: q.batch?.maxSize, warnings: q.warnings }).toEqual({ maxSize: 7, warnings: undefined });
+    expect(failure('queries:\n  depth:\n    sql: "SELECT {queue:String} AS q, {min_age:UInt32} AS a"\n    batch: {max_size: 7}\n')).toBe(
+      `${OVER}: query "depth" key "batch.param": is missing: name the declared param whose values are batched`,
+    );
   });
 });

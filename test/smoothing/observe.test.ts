@@ -76,16 +76,23 @@ describe('smoothing observe', () => {
     }
     // The planner wrote no schedule row: no learned offset, no back-off.
     expect((await scheduleRows()).filter((r) => IDS.includes(r.hunt_id))).toEqual(before);
-    expect((await runner.metrics.registry.getSingleMetric('dfe_hunt_phase_shift_total')?.get())?.values ?? []).toEqual([]);
+    // Each hunt's counter exists from the start (issue 28) and stays 0: observe moved nothing.
+    const shifts = (await runner.metrics.registry.getSingleMetric('dfe_hunt_phase_shift_total')?.get())?.values ?? [];
+    expect(shifts.filter((v) => IDS.includes(String(v.labels.hunt_id))).map((v) => v.value)).toEqual(IDS.map(() => 0));
   });
 
-  it('off: no planning cycle and no load gauges', async () => {
+  it('off: no planning cycle, and the load gauges stay at their initial 0', async () => {
     const config = runnerConfig(db, hunts.dir, { ...SMOOTHING_ENV, DFE_HUNT_SMOOTHING: 'off' });
     const runner = await startRunner({ handle: db.handle, config, loop: false, runnerId: 'off' });
     try {
       await runner.tick();
       expect(await runner.lastPlanningCycle()).toBeUndefined();
-      expect((await runner.metrics.registry.getSingleMetric('dfe_hunt_load_pressure')?.get())?.values ?? []).toEqual([]);
+      const load = (await runner.metrics.registry.getSingleMetric('dfe_hunt_load_pressure')?.get())?.values ?? [];
+      expect(load.map((v) => [v.labels.stat, v.value])).toEqual([
+        ['peak', 0],
+        ['mean', 0],
+        ['flatness', 0],
+      ]);
     } finally {
       await runner.stop();
     }

@@ -22,6 +22,18 @@ Parameters:
   authenticationRef  name of a TriggerAuthentication when the shim has auth on (optional)
   authMode           bearer | apiKey | basic, with authenticationRef (optional)
   activationTarget   the trigger's activationTargetValue (default 0; must be below target)
+  name               the pressure trigger's name (default scaling-pressure); a scalingModifiers
+                     formula in the app's ScaledObject refers to it, so use letters, digits and
+                     `_` there (e.g. pressure); at most 63 characters
+  cpuName            the CPU trigger's name (default cpu), same rules
+  deadlineMs         the pressure query's deadline_ms when an override changed it (default the
+                     catalogue's 2000): sets the metrics-api trigger's timeout (below)
+  timeoutMs          the metrics-api trigger's `timeout` metadata (KEDA ≥ 2.20), ms; must exceed
+                     deadlineMs. Default: deadlineMs + 1000, rendered only above KEDA's 3000 ms default
+
+Per-trigger timeout (KEDA ≥ 2.20): the shim answers by deadline_ms from its cache or the hold
+when ClickHouse is slow, so KEDA must wait at least deadline_ms plus the way there and back
+(1000 ms). At the default deadline_ms that is KEDA's own default (3000 ms) and nothing is rendered.
 
 The pressure trigger is `metricType: Value` (desired = ceil(current × value / target)). A
 frozen Value would keep scaling, so the URL carries `hold` = the target: on a ClickHouse
@@ -57,18 +69,27 @@ never wakes it; only a hold does.)
 {{- if ge (float64 $activation) (float64 $target) -}}
 {{- fail (printf "dfe-keda-shim.pressureTriggers: activationTarget %v must be below target %v (a hold answer equals the target and must count as active, or a ClickHouse outage could scale the workload to zero)" $activation $target) -}}
 {{- end -}}
+{{- $name := .name | default "scaling-pressure" -}}
+{{- $cpuName := .cpuName | default "cpu" -}}
+{{- range $what, $n := dict "name" $name "cpuName" $cpuName -}}
+{{- include "dfe-keda-shim.checkName" (dict "name" $n "what" (printf "dfe-keda-shim.pressureTriggers: %s" $what)) -}}
+{{- end -}}
+{{- $timeout := "" -}}
+{{- if not $grpc -}}
+{{- $timeout = include "dfe-keda-shim.triggerTimeoutMs" (dict "deadlineMs" (.deadlineMs | default (include "dfe-keda-shim.catalogueDeadlineMs" .)) "timeoutMs" .timeoutMs "what" "dfe-keda-shim.pressureTriggers") -}}
+{{- end -}}
 {{- $cpu := true -}}
 {{- if hasKey . "cpu" }}{{ $cpu = .cpu }}{{ end -}}
 {{- if $cpu }}
 - type: cpu
-  name: cpu
+  name: {{ $cpuName }}
   metricType: Utilization
   metadata:
     value: {{ $cpuUtilization | toString | quote }}
 {{- end }}
 {{- if $grpc }}
 - type: {{ $type }}
-  name: scaling-pressure
+  name: {{ $name }}
   metricType: Value
   metadata:
     scalerAddress: {{ $shim | quote }}
@@ -82,13 +103,16 @@ never wakes it; only a hold does.)
     {{- end }}
 {{- else }}
 - type: metrics-api
-  name: scaling-pressure
+  name: {{ $name }}
   metricType: Value
   metadata:
     targetValue: {{ $target | toString | quote }}
     activationTargetValue: {{ $activation | toString | quote }}
     url: {{ printf "%s/keda/pressure?service=%s&hold=%v" $shim ($service | urlquery) $target | quote }}
     valueLocation: "value"
+    {{- with $timeout }}
+    timeout: {{ . | quote }}
+    {{- end }}
     {{- with .authMode }}
     authMode: {{ . | quote }}
     {{- end }}

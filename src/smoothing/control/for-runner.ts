@@ -31,7 +31,7 @@ export interface RunnerSmoothing {
   /** After every finished run: the memory-limit crash-loop and the ceilings. Never throws. */
   afterRun(huntId: string, errorCode: number): Promise<void>;
   /** Sets dfe_hunt_autodisabled from hunt_state (any runner may disable). */
-  refreshDisabled(): Promise<unknown>;
+  refreshDisabled(): Promise<ReadonlySet<string>>;
   /** This slot's planning cycle, at most once per slot, in observe and on; undefined when off or not due. */
   maybePlan(coord: Coordinator, serverNowSeconds: number): Promise<CycleOutcome | undefined>;
 }

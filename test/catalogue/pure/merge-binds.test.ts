@@ -5,9 +5,9 @@ import { DfeError } from '../../../src/errors.js';
 import { SHIM_CATALOGUE_BUILTINS } from '../../../src/shim/catalogue-builtins.js';
 
 /**
- * issue 9 item 16: an override that replaces a built-in's `sql` while the
- * built-in's `binds` stay is the override's problem (it set the SQL), and
- * `binds: null` in the override clears them.
+ * An override that replaces a built-in's `sql`: the built-in's binds the new SQL
+ * has a placeholder for stay, the others go with the old SQL (named in a
+ * warning, issue 28), and `binds: null` in the override clears them all.
  */
 const BASE = '/etc/builtin/queries.yaml';
 const OVER = '/etc/dfe/override.yaml';
@@ -27,11 +27,24 @@ function errorOf(fn: () => unknown): DfeError {
 }
 
 describe('an override replacing sql under built-in binds', () => {
-  it('names the override (which set the SQL), the bind, and the way out', () => {
-    const err = errorOf(() => compile('queries:\n  p:\n    sql: SELECT 2 AS value\n'));
-    expect({ code: err.code, file: err.file, key: err.key, value: err.value }).toEqual({ code: 'CATALOGUE_INVALID', file: OVER, key: 'binds', value: 'w' });
-    expect(err.message).toMatch(new RegExp(`^${OVER}: query "p" key "binds": "w" \\(set by ${BASE}\\) has no \\{w:Type\\} placeholder`));
-    expect(err.message).toContain('binds: null');
+  it('drops a built-in bind the new SQL has no placeholder for, and says so once', () => {
+    const q = compile('queries:\n  p:\n    sql: SELECT 2 AS value\n').get('p');
+    expect({ binds: q?.binds, warnings: q?.warnings?.map((w) => [w.file, w.query, w.value]) }).toEqual({ binds: {}, warnings: [[OVER, 'p', ['binds.w']]] });
+    expect(q?.warnings?.[0]?.message).toContain(`binds.w (set by ${BASE})`);
+  });
+
+  it('keeps a built-in bind the new SQL uses, with the value the built-in set', () => {
+    const q = compile('queries:\n  p:\n    sql: "SELECT {w:UInt32} + 1 AS value"\n').get('p');
+    expect({ binds: q?.binds, warnings: q?.warnings }).toEqual({ binds: { w: 60 }, warnings: undefined });
+  });
+
+  it('a param of the built-in the new SQL does not use goes too; one the override sets stays its own problem', () => {
+    const base = 'queries:\n  p:\n    sql: "SELECT {k:String} AS value"\n    params: [k]\n';
+    const layers = (over: string) => [parseCatalogueText(base, BASE), parseCatalogueText(over, OVER)];
+    const q = compileCatalogue(layers('queries:\n  p:\n    sql: SELECT 1 AS value\n'), DBS).get('p');
+    expect({ params: q?.params, dropped: q?.warnings?.[0]?.value }).toEqual({ params: [], dropped: ['params.k'] });
+    const err = errorOf(() => compileCatalogue(layers('queries:\n  p:\n    sql: SELECT 1 AS value\n    params: [k]\n'), DBS));
+    expect({ file: err.file, key: err.key, value: err.value }).toEqual({ file: OVER, key: 'params', value: 'k' });
   });
 
   it('binds: null in the override clears the built-in binds', () => {
