@@ -260,8 +260,19 @@ export class Coordinator {
     return new Map(raw.map((r) => [r.hunt_id, Number(r.wm)]));
   }
 
+  /**
+   * The commit of a run: watermark := fire, only if that moves it forward. Fenced in the
+   * statement itself, so a stale run that finishes after a later one committed never moves
+   * the watermark back (docs/claim-protocol.md#the-invariant). Parameter-bound, unlike the
+   * other plain rows: the condition is the point.
+   */
   async setWatermark(huntId: string, fire: number): Promise<void> {
-    await this.insertRows(TABLES.watermark, ['hunt_id', 'watermark'], [{ hunt_id: huntId, watermark: fire }]);
+    await this.write(
+      `INSERT INTO ${this.watermarkTable} (hunt_id, watermark)
+       SELECT {hunt:String}, {fire:Int64}
+       WHERE {fire:Int64} > (SELECT if(count() = 0, toInt64(-9223372036854775807), argMax(watermark, updated)) FROM ${this.watermarkTable} WHERE hunt_id = {hunt:String})`,
+      { hunt: huntId, fire },
+    );
   }
 
   /**

@@ -122,7 +122,11 @@ export function tableClaims(coord: Coordinator, owner: string, timing: ClaimTimi
       }
       return out;
     },
+    // A renewal is a fresh row that goes back on top: that is how a winner buried under a
+    // late claim's row surfaces again, so a row of another owner on top cannot be told from
+    // a takeover, and the table protocol says `held` (docs/claim-protocol.md#the-table-protocol).
     renew: (held) => coord.putLease(held.huntId, owner, held.fire, timing.leaseSeconds).then(() => 'held' as const),
+    holds: async () => true,
     release: (held) => coord.putLease(held.huntId, owner, held.fire, 'release'),
     on: (client) => tableClaims(coord.withClient(client), owner, timing),
   };
