@@ -153,12 +153,13 @@ export class Coordinator {
     return {
       serverNow,
       backlog: Number(row.backlog),
-      due: row.due.map(([huntId, fire, requested, interval, offset]) => ({
+      due: row.due.map(([huntId, fire, requested, interval, offset, owedFrom]) => ({
         huntId,
         fire: Number(fire),
         requested: Number(requested) === 1,
         intervalSeconds: Number(interval),
         phaseOffset: Number(offset),
+        owedFrom: Number(owedFrom),
       })),
     };
   }
