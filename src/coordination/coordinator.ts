@@ -188,14 +188,36 @@ export class Coordinator {
    * row of this same owner blocks too: it can only be a late claim of ours (or a
    * crashed predecessor with our id), which may hide a winner a merge dropped.
    */
-  async conditionalClaims(owner: string, claims: ReadonlyArray<{ huntId: string; fire: number }>, leaseSeconds: number): Promise<void> {
+  async conditionalClaims(
+    owner: string,
+    claims: ReadonlyArray<{ huntId: string; fire: number }>,
+    leaseSeconds: number,
+    options: { readonly chain?: boolean } = {},
+  ): Promise<void> {
+    // The window chain (docs/claim-protocol.md#the-table-protocol): while the newest lease row's
+    // fire is past the watermark, that fire is still owed and is the one claimed (a retake of the
+    // same window), whatever fire the claimant planned. Chosen in the statement that inserts.
+    const fire = options.chain
+      ? `if(p.has_row = 1 AND (w.has_wm = 0 OR p.fire > w.wm), p.fire, c.fire)`
+      : 'c.fire';
+    const joins = options.chain
+      ? `LEFT JOIN (
+           SELECT hunt_id, fire, toUInt8(1) AS has_row FROM ${this.lease} WHERE hunt_id IN {hunts:Array(String)}
+           ORDER BY hunt_id, claimed DESC, owner ASC LIMIT 1 BY hunt_id
+         ) AS p ON p.hunt_id = c.hunt_id
+         LEFT JOIN (
+           SELECT hunt_id, argMax(watermark, updated) AS wm, toUInt8(1) AS has_wm FROM ${this.watermarkTable}
+           WHERE hunt_id IN {hunts:Array(String)} GROUP BY hunt_id
+         ) AS w ON w.hunt_id = c.hunt_id`
+      : '';
     await this.write(
       `INSERT INTO ${this.lease} (hunt_id, owner, fire, lease_until, claimed)
-       SELECT c.hunt_id, {owner:String}, c.fire, ${this.now} + {lease:Int64}, now64(3)
+       SELECT c.hunt_id, {owner:String}, ${fire}, ${this.now} + {lease:Int64}, now64(3)
        FROM (
          SELECT tupleElement(hf, 1) AS hunt_id, tupleElement(hf, 2) AS fire
          FROM (SELECT arrayJoin(arrayZip({hunts:Array(String)}, {fires:Array(Int64)})) AS hf)
        ) AS c
+       ${joins}
        WHERE c.hunt_id NOT IN (
          SELECT hunt_id FROM (
            SELECT hunt_id, lease_until FROM ${this.lease} WHERE hunt_id IN {hunts:Array(String)}
@@ -250,6 +272,20 @@ export class Coordinator {
       leaseUntil = now + leaseSeconds;
     }
     await this.insertRows(TABLES.lease, ['hunt_id', 'owner', 'fire', 'lease_until'], [{ hunt_id: huntId, owner, fire, lease_until: leaseUntil }]);
+  }
+
+  /**
+   * Deletes this owner's lease rows of a hunt newer than `after` (a `claimed` text the free
+   * read saw as the newest; undefined: every row of this owner): a late claim's row, which
+   * must not sit over anyone (docs/claim-protocol.md#the-claim).
+   */
+  async deleteOwnLeaseRows(huntId: string, owner: string, after: string | undefined): Promise<void> {
+    const newer = after === undefined ? '' : 'AND claimed > toDateTime64({after:String}, 3)';
+    await this.write(`DELETE FROM ${this.lease} WHERE hunt_id = {hunt:String} AND owner = {owner:String} ${newer}`, {
+      hunt: huntId,
+      owner,
+      ...(after === undefined ? {} : { after }),
+    });
   }
 
   /** Each hunt's newest watermark (hunts without one are absent). */

@@ -23,7 +23,16 @@ export interface RunnerEvents {
   claim?(event: { runnerId: string; huntId: string; fire: number; plannedAt: number; outcome: ClaimMetricOutcome }): void;
   statement?(event: { runnerId: string; huntId: string; fire: number; index: number }): void;
   /** `skipped`: the range the catch-up bound left out of `window`, if any. */
-  run?(event: { runnerId: string; huntId: string; fire: number; outcome: RunOutcome; window: RunWindow; skipped?: RunWindow }): void;
+  run?(event: RunEvent): void;
+}
+
+export interface RunEvent {
+  readonly runnerId: string;
+  readonly huntId: string;
+  readonly fire: number;
+  readonly outcome: RunOutcome;
+  readonly window: RunWindow;
+  readonly skipped?: RunWindow;
 }
 
 export interface TickRecord {
