@@ -233,3 +233,53 @@ describe('a claimant paused past its lease, resuming after another took over (do
     expect((await coord.watermarks(['p1'])).get('p1')).toBe(220);
   });
 });
+
+describe('a tick of Keeper claims (docs/claim-protocol.md#keeper-mode)', () => {
+  /** `client` with `query`/`insert` replaced where `fails` says so (the real call runs otherwise). */
+  async function failing(fails: { query?: (text: string, n: number) => boolean; insert?: (values: unknown) => boolean }): Promise<ClickHouseClient> {
+    const handle = await openClickHouse(db.config);
+    extra.push(handle);
+    let queries = 0;
+    return new Proxy(handle.client, {
+      get(target, prop, receiver) {
+        if (prop === 'query' && fails.query) {
+          return async (params: Parameters<ClickHouseClient['query']>[0]) => {
+            queries += 1;
+            if (fails.query?.(params.query, queries)) throw new Error('socket hang up');
+            return target.query(params);
+          };
+        }
+        if (prop === 'insert' && fails.insert) {
+          return async (params: Parameters<ClickHouseClient['insert']>[0]) => {
+            if (fails.insert?.(params.values)) throw Object.assign(new Error('Limit for keys exceeded'), { type: 'LIMIT_EXCEEDED', code: '290' });
+            return target.insert(params);
+          };
+        }
+        return Reflect.get(target, prop, receiver) as unknown;
+      },
+    });
+  }
+
+  it('are settled one by one: a claim refused on its own does not take the others with it', async () => {
+    const client = await failing({ insert: (values) => JSON.stringify(values).includes('"t-refused"') });
+    const claims = keeperClaims(coordOn(client), { owner: 'a', leaseSeconds: 60 });
+    const out = await claims.claim([
+      { huntId: 't-refused', fire: 10 },
+      { huntId: 't-fine', fire: 10 },
+    ]);
+    expect(out.get('t-refused')?.kind).toBe('failed');
+    expect(out.get('t-fine')?.kind).toBe('won');
+  });
+
+  it('a batch that fails after its wins releases them: no lease waits a whole lease, the windows stay recorded', async () => {
+    // The second watermark read (the one after the wins) fails.
+    const client = await failing({ query: (text, n) => text.includes('hunt_watermark') && n > 1 });
+    const claims = keeperClaims(coordOn(client), { owner: 'a', leaseSeconds: 60 });
+    await expect(claims.claim([{ huntId: 'b-one', fire: 10 }, { huntId: 'b-two', fire: 10 }])).rejects.toThrow(/socket hang up/);
+    expect(await keys('b-one')).toEqual([startKey('b-one', null)]);
+    expect(await keys('b-two')).toEqual([startKey('b-two', null)]);
+    // Claimable again at once, for the same windows.
+    const again = await (await claimant('b')).claim([{ huntId: 'b-one', fire: 20 }]);
+    expect(won(again.get('b-one'))?.held.fire).toBe(10);
+  });
+});
