@@ -56,7 +56,7 @@ export type DueRow = {
   /** The schedule the fire was computed from (hunt_schedule, the one offset source). */
   readonly interval_seconds: number;
   readonly phase_offset: number;
-  /** Where the hunt's owed window starts: its watermark, else one interval before the fire (aging). */
+  /** Where the hunt's owed window starts: its watermark, 0 when it never ran (aging). */
   readonly owed_from: number;
 };
 
@@ -96,8 +96,9 @@ FROM (
     intDiv(now_s, s.interval_seconds) * s.interval_seconds + s.phase_offset AS current_fire,
     if(now_s >= current_fire, current_fire, current_fire - s.interval_seconds) AS sched_fire,
     (w.has_wm = 0 OR w.watermark < sched_fire) AS sched_owed,
-    -- Aging (docs/runner.md#progress): where the owed window starts, the watermark (else one interval back).
-    toInt64(if(w.has_wm = 1, w.watermark, sched_fire - s.interval_seconds)) AS owed_from,
+    -- Aging (docs/runner.md#progress): where the owed window starts, the watermark; 0 for a
+    -- hunt that never ran (owed since it was added: it must not look newer at every tick).
+    toInt64(if(w.has_wm = 1, w.watermark, 0)) AS owed_from,
     r.req_fire AS req_fire,
     (r.has_req = 1 AND (w.has_wm = 0 OR w.watermark < req_fire)) AS req_owed
   FROM (

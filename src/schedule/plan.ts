@@ -9,7 +9,7 @@ export interface DueHunt {
   readonly intervalSeconds: number;
   readonly phaseOffset: number;
   /**
-   * Where the owed window starts (the watermark, else one interval before the fire): the
+   * Where the owed window starts (the watermark; 0 for a hunt that never ran): the
    * longest-waiting hunt has the oldest (aging, docs/runner.md#progress). Absent: the fire.
    */
   readonly owedFrom?: number;
