@@ -111,6 +111,8 @@ export interface RunnerConfig {
   readonly metricsHost: string;
   readonly leaseSeconds: number;
   readonly settleMs: number;
+  /** How long stop() waits for runs in flight before it abandons them (docs/runner.md#stopping). */
+  readonly stopDeadlineSeconds: number;
   readonly runnerId: string | undefined;
   /** Longest window a run covers after an outage (docs/hunts.md#catch-up); a hunt file's `max_catchup` replaces it. */
   readonly maxCatchupSeconds: number;
@@ -371,6 +373,7 @@ function build(e: ParsedEnv, notices: readonly string[]): AppConfig {
       metricsHost: e.DFE_HUNT_RUNNER_METRICS_HOST,
       leaseSeconds: e.DFE_HUNT_RUNNER_LEASE_SECONDS,
       settleMs: e.DFE_HUNT_RUNNER_SETTLE_MS,
+      stopDeadlineSeconds: e.DFE_HUNT_RUNNER_STOP_DEADLINE_SECONDS,
       runnerId: e.DFE_HUNT_RUNNER_ID,
       maxCatchupSeconds: e.DFE_HUNT_MAX_CATCHUP_SECONDS,
       claims: e.DFE_COORDINATION_CLAIMS,

@@ -208,6 +208,8 @@ export const envSchema = z.object({
   DFE_HUNT_RUNNER_METRICS_HOST: z.string().trim().min(1).default('0.0.0.0'),
   DFE_HUNT_RUNNER_LEASE_SECONDS: positiveNumber.default(300),
   DFE_HUNT_RUNNER_SETTLE_MS: positiveNumber.default(750),
+  /** How long `stop()` waits for runs in flight before it abandons them, logged (docs/runner.md#stopping). */
+  DFE_HUNT_RUNNER_STOP_DEADLINE_SECONDS: positiveNumber.default(5),
   DFE_HUNT_RUNNER_ID: z.string().trim().min(1).optional(),
   /** The longest window a run catches up after an outage; older data is skipped, loudly (docs/hunts.md#catch-up). */
   DFE_HUNT_MAX_CATCHUP_SECONDS: secondsOrDuration.default(86_400),

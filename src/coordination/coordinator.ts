@@ -153,12 +153,13 @@ export class Coordinator {
     return {
       serverNow,
       backlog: Number(row.backlog),
-      due: row.due.map(([huntId, fire, requested, interval, offset]) => ({
+      due: row.due.map(([huntId, fire, requested, interval, offset, owedFrom]) => ({
         huntId,
         fire: Number(fire),
         requested: Number(requested) === 1,
         intervalSeconds: Number(interval),
         phaseOffset: Number(offset),
+        owedFrom: Number(owedFrom),
       })),
     };
   }
@@ -187,14 +188,36 @@ export class Coordinator {
    * row of this same owner blocks too: it can only be a late claim of ours (or a
    * crashed predecessor with our id), which may hide a winner a merge dropped.
    */
-  async conditionalClaims(owner: string, claims: ReadonlyArray<{ huntId: string; fire: number }>, leaseSeconds: number): Promise<void> {
+  async conditionalClaims(
+    owner: string,
+    claims: ReadonlyArray<{ huntId: string; fire: number }>,
+    leaseSeconds: number,
+    options: { readonly chain?: boolean } = {},
+  ): Promise<void> {
+    // The window chain (docs/claim-protocol.md#the-table-protocol): while the newest lease row's
+    // fire is past the watermark, that fire is still owed and is the one claimed (a retake of the
+    // same window), whatever fire the claimant planned. Chosen in the statement that inserts.
+    const fire = options.chain
+      ? `if(p.has_row = 1 AND (w.has_wm = 0 OR p.fire > w.wm), p.fire, c.fire)`
+      : 'c.fire';
+    const joins = options.chain
+      ? `LEFT JOIN (
+           SELECT hunt_id, fire, toUInt8(1) AS has_row FROM ${this.lease} WHERE hunt_id IN {hunts:Array(String)}
+           ORDER BY hunt_id, claimed DESC, owner ASC LIMIT 1 BY hunt_id
+         ) AS p ON p.hunt_id = c.hunt_id
+         LEFT JOIN (
+           SELECT hunt_id, argMax(watermark, updated) AS wm, toUInt8(1) AS has_wm FROM ${this.watermarkTable}
+           WHERE hunt_id IN {hunts:Array(String)} GROUP BY hunt_id
+         ) AS w ON w.hunt_id = c.hunt_id`
+      : '';
     await this.write(
       `INSERT INTO ${this.lease} (hunt_id, owner, fire, lease_until, claimed)
-       SELECT c.hunt_id, {owner:String}, c.fire, ${this.now} + {lease:Int64}, now64(3)
+       SELECT c.hunt_id, {owner:String}, ${fire}, ${this.now} + {lease:Int64}, now64(3)
        FROM (
          SELECT tupleElement(hf, 1) AS hunt_id, tupleElement(hf, 2) AS fire
          FROM (SELECT arrayJoin(arrayZip({hunts:Array(String)}, {fires:Array(Int64)})) AS hf)
        ) AS c
+       ${joins}
        WHERE c.hunt_id NOT IN (
          SELECT hunt_id FROM (
            SELECT hunt_id, lease_until FROM ${this.lease} WHERE hunt_id IN {hunts:Array(String)}
@@ -251,6 +274,20 @@ export class Coordinator {
     await this.insertRows(TABLES.lease, ['hunt_id', 'owner', 'fire', 'lease_until'], [{ hunt_id: huntId, owner, fire, lease_until: leaseUntil }]);
   }
 
+  /**
+   * Deletes this owner's lease rows of a hunt newer than `after` (a `claimed` text the free
+   * read saw as the newest; undefined: every row of this owner): a late claim's row, which
+   * must not sit over anyone (docs/claim-protocol.md#the-claim).
+   */
+  async deleteOwnLeaseRows(huntId: string, owner: string, after: string | undefined): Promise<void> {
+    const newer = after === undefined ? '' : 'AND claimed > toDateTime64({after:String}, 3)';
+    await this.write(`DELETE FROM ${this.lease} WHERE hunt_id = {hunt:String} AND owner = {owner:String} ${newer}`, {
+      hunt: huntId,
+      owner,
+      ...(after === undefined ? {} : { after }),
+    });
+  }
+
   /** Each hunt's newest watermark (hunts without one are absent). */
   async watermarks(huntIds: readonly string[]): Promise<Map<string, number>> {
     const raw = await this.read<{ hunt_id: string; wm: Num }>(
@@ -260,8 +297,19 @@ export class Coordinator {
     return new Map(raw.map((r) => [r.hunt_id, Number(r.wm)]));
   }
 
+  /**
+   * The commit of a run: watermark := fire, only if that moves it forward. Fenced in the
+   * statement itself, so a stale run that finishes after a later one committed never moves
+   * the watermark back (docs/claim-protocol.md#the-invariant). Parameter-bound, unlike the
+   * other plain rows: the condition is the point.
+   */
   async setWatermark(huntId: string, fire: number): Promise<void> {
-    await this.insertRows(TABLES.watermark, ['hunt_id', 'watermark'], [{ hunt_id: huntId, watermark: fire }]);
+    await this.write(
+      `INSERT INTO ${this.watermarkTable} (hunt_id, watermark)
+       SELECT {hunt:String}, {fire:Int64}
+       WHERE {fire:Int64} > (SELECT if(count() = 0, toInt64(-9223372036854775807), argMax(watermark, updated)) FROM ${this.watermarkTable} WHERE hunt_id = {hunt:String})`,
+      { hunt: huntId, fire },
+    );
   }
 
   /**

@@ -56,6 +56,8 @@ export type DueRow = {
   /** The schedule the fire was computed from (hunt_schedule, the one offset source). */
   readonly interval_seconds: number;
   readonly phase_offset: number;
+  /** Where the hunt's owed window starts: its watermark, 0 when it never ran (aging). */
+  readonly owed_from: number;
 };
 
 const SERVER_NOW = 'toInt64(toUnixTimestamp(now()))';
@@ -84,7 +86,7 @@ function dueRowsUnordered(database: string, options: DueSqlOptions): string {
   const now = nowExpr(options);
   return `
 SELECT hunt_id, toInt64(if(sched_owed, sched_fire, req_fire)) AS fire, toUInt8(NOT sched_owed) AS requested, now_s AS server_now,
-  interval_seconds, phase_offset
+  interval_seconds, phase_offset, owed_from
 FROM (
   SELECT
     s.hunt_id AS hunt_id,
@@ -94,6 +96,9 @@ FROM (
     intDiv(now_s, s.interval_seconds) * s.interval_seconds + s.phase_offset AS current_fire,
     if(now_s >= current_fire, current_fire, current_fire - s.interval_seconds) AS sched_fire,
     (w.has_wm = 0 OR w.watermark < sched_fire) AS sched_owed,
+    -- Aging (docs/runner.md#progress): where the owed window starts, the watermark; 0 for a
+    -- hunt that never ran (owed since it was added: it must not look newer at every tick).
+    toInt64(if(w.has_wm = 1, w.watermark, 0)) AS owed_from,
     r.req_fire AS req_fire,
     (r.has_req = 1 AND (w.has_wm = 0 OR w.watermark < req_fire)) AS req_owed
   FROM (
@@ -132,8 +137,8 @@ export function dueCountSql(database: string, options: DueSqlOptions = {}): stri
 export type DueTickRow = {
   readonly server_now: number | string;
   readonly backlog: number | string;
-  /** [hunt_id, fire, requested, interval_seconds, phase_offset] per due hunt, in no particular order. */
-  readonly due: ReadonlyArray<readonly [string, number | string, number | string, number | string, number | string]>;
+  /** [hunt_id, fire, requested, interval_seconds, phase_offset, owed_from] per due hunt, in no particular order. */
+  readonly due: ReadonlyArray<readonly [string, number | string, number | string, number | string, number | string, number | string]>;
 };
 
 /**
@@ -154,7 +159,7 @@ SELECT tick_now AS server_now, c.value AS backlog, d.due AS due
 FROM (${dueCountSql(database, outer)}
 ) AS c
 CROSS JOIN (
-  SELECT groupArray(tuple(hunt_id, fire, requested, interval_seconds, phase_offset)) AS due FROM (${dueRowsUnordered(database, outer)}
+  SELECT groupArray(tuple(hunt_id, fire, requested, interval_seconds, phase_offset, owed_from)) AS due FROM (${dueRowsUnordered(database, outer)}
   )
 ) AS d`;
 }

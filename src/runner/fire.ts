@@ -8,7 +8,7 @@ import type { ClaimMetricOutcome, RunnerMetrics, RunOutcome } from './metrics.js
 import type { PlannedRun } from '../schedule/plan.js';
 import type { SessionPool, StatementSession } from '../clickhouse/sessions.js';
 import { RUN_STATUS } from '../coordination/tables.js';
-import type { RunWindow } from '../schedule/window.js';
+import { runWindow, type RunWindow } from '../schedule/window.js';
 import { boundedRunWindow, effectiveMaxCatchup } from '../schedule/catchup.js';
 import { annotate, failCurrentSpan, startSpan, withSpan } from '../telemetry/trace.js';
 
@@ -23,7 +23,16 @@ export interface RunnerEvents {
   claim?(event: { runnerId: string; huntId: string; fire: number; plannedAt: number; outcome: ClaimMetricOutcome }): void;
   statement?(event: { runnerId: string; huntId: string; fire: number; index: number }): void;
   /** `skipped`: the range the catch-up bound left out of `window`, if any. */
-  run?(event: { runnerId: string; huntId: string; fire: number; outcome: RunOutcome; window: RunWindow; skipped?: RunWindow }): void;
+  run?(event: RunEvent): void;
+}
+
+export interface RunEvent {
+  readonly runnerId: string;
+  readonly huntId: string;
+  readonly fire: number;
+  readonly outcome: RunOutcome;
+  readonly window: RunWindow;
+  readonly skipped?: RunWindow;
 }
 
 export interface TickRecord {
@@ -76,23 +85,28 @@ export function clickHouseErrorCode(err: unknown): number {
  * own connection, the release over the run's, so a renewal still queued there
  * could otherwise land over the release and hold the hunt for a whole lease.
  */
-function startRenewal(ctx: FireContext, held: HeldClaim): () => Promise<void> {
+interface Renewal {
+  /** Stops renewing; waits for a renewal already sent. */
+  stop(): Promise<void>;
+  /** A renewal found the lease taken over: the run must not commit (docs/claim-protocol.md#the-invariant). */
+  readonly lost: boolean;
+}
+
+function startRenewal(ctx: FireContext, held: HeldClaim): Renewal {
   const { huntId, fire } = held;
   const everyMs = (ctx.timing.leaseSeconds * 1000) / 3;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
+  let lost = false;
   let sent: Promise<void> = Promise.resolve();
   const renew = async () => {
     if (stopped || ctx.signal.aborted) return;
     try {
       if ((await ctx.claims.renew(held)) === 'lost') {
-        // Never silent: the run goes on (its statement is in ClickHouse), but another runner
-        // holds the hunt now and may run this fire too. Nothing left to renew.
-        ctx.metrics.leaseLost.inc({ hunt_id: huntId });
-        ctx.log.warn(
-          { hunt: huntId, fire, mode: ctx.claims.mode },
-          `lease of hunt ${huntId} taken over while its run went on: its renewals failed for a whole lease, so fire ${fire} may run twice`,
-        );
+        // Never silent. The statement already sent goes on (a duplicate of the taker's run of
+        // the same window, which the dedup token removes), but this run will not commit.
+        lost = true;
+        leaseLost(ctx, held);
         return;
       }
     } catch (err) {
@@ -101,11 +115,24 @@ function startRenewal(ctx: FireContext, held: HeldClaim): () => Promise<void> {
     if (!stopped) timer = setTimeout(() => (sent = renew()), everyMs);
   };
   timer = setTimeout(() => (sent = renew()), everyMs);
-  return async () => {
-    stopped = true;
-    if (timer) clearTimeout(timer);
-    await sent;
+  return {
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await sent;
+    },
+    get lost() {
+      return lost;
+    },
   };
+}
+
+function leaseLost(ctx: FireContext, held: HeldClaim): void {
+  ctx.metrics.leaseLost.inc({ hunt_id: held.huntId });
+  ctx.log.warn(
+    { hunt: held.huntId, fire: held.fire, mode: ctx.claims.mode },
+    `lease of hunt ${held.huntId} taken over while its run went on: this run stops before its watermark; fire ${held.fire} is the taker's now`,
+  );
 }
 
 function claimed(ctx: FireContext, planned: PlannedRun, outcome: ClaimMetricOutcome): void {
@@ -120,7 +147,7 @@ function claimed(ctx: FireContext, planned: PlannedRun, outcome: ClaimMetricOutc
  * succeeded or failed); none rejects.
  */
 export function claimAndRun(ctx: FireContext, batch: readonly PlannedRun[]): Map<string, Promise<void>> {
-  const requests = batch.map((p) => ({ huntId: p.spec.huntId, fire: p.fire }));
+  const requests = batch.map((p) => ({ huntId: p.spec.huntId, fire: p.fire, intervalSeconds: p.intervalSeconds }));
   const claims = ctx.claims.claim(requests).catch((err: unknown) => {
     if (!ctx.signal.aborted) ctx.log.warn({ hunts: requests.length, err }, 'claim failed; the fires stay owed');
     return new Map<string, ClaimOutcome>();
@@ -147,7 +174,13 @@ async function afterClaim(ctx: FireContext, planned: PlannedRun, claim: ClaimOut
 }
 
 async function claimedFire(ctx: FireContext, planned: PlannedRun, claim: ClaimOutcome): Promise<void> {
-  const { spec, fire } = planned;
+  const { spec } = planned;
+  if (claim.kind === 'failed') {
+    if (!ctx.signal.aborted) ctx.log.warn({ hunt: spec.huntId, fire: planned.fire, err: claim.error }, 'claim failed; the fire stays owed');
+    return;
+  }
+  // The fire claimed: a retake of an unfinished window may be an earlier fire than planned.
+  const fire = claim.kind === 'won' ? claim.held.fire : planned.fire;
   const log = ctx.log.child({ hunt: spec.huntId, fire });
   if (claim.kind !== 'won') {
     claimed(ctx, planned, claim.kind);
@@ -155,18 +188,21 @@ async function claimedFire(ctx: FireContext, planned: PlannedRun, claim: ClaimOu
     return;
   }
   try {
-    if (claim.watermark !== null && claim.watermark >= fire) {
+    // The window the claim owns: recorded at claim time (Keeper mode), else [watermark, fire).
+    const claimedWindow = claim.window ?? runWindow(fire, claim.watermark, planned.intervalSeconds);
+    // Already run: the watermark is past the fire, or past the window's start (a stale claim from an old watermark).
+    if (claim.watermark !== null && (claim.watermark >= fire || claim.watermark > claimedWindow.startSeconds)) {
       annotate({ 'dfe.claim.outcome': 'already_run' });
       claimed(ctx, planned, 'already_run');
-      await ctx.claims.release(claim.held, { succeeded: false, previousFire: claim.watermark });
+      await ctx.claims.release(claim.held, { succeeded: true });
       return;
     }
     claimed(ctx, planned, 'won');
     ctx.onRunStart?.(spec.huntId);
     const bound = effectiveMaxCatchup(planned.intervalSeconds, ctx.maxCatchupSeconds, spec.maxCatchupSeconds);
-    const { window, skipped } = boundedRunWindow(fire, claim.watermark, planned.intervalSeconds, bound);
+    const { window, skipped } = boundedRunWindow(fire, claimedWindow.startSeconds, planned.intervalSeconds, bound);
     if (skipped) catchupSkipped(ctx, log, spec.huntId, skipped, window, bound);
-    await runClaimedFire(ctx, planned, claim, window, log, skipped);
+    await runClaimedFire(ctx, { ...planned, fire }, claim, { window, claimed: claimedWindow }, log, skipped);
   } catch (err) {
     if (!ctx.signal.aborted) log.warn({ err }, 'run could not start or finish; its lease expires on its own');
   }
@@ -193,14 +229,15 @@ async function runClaimedFire(
   ctx: FireContext,
   planned: PlannedRun,
   claim: Extract<ClaimOutcome, { kind: 'won' }>,
-  window: RunWindow,
+  windows: { readonly window: RunWindow; readonly claimed: RunWindow },
   log: Logger,
   skipped?: RunWindow,
 ): Promise<void> {
   const { spec, fire } = planned;
+  const { window } = windows;
   const huntId = spec.huntId;
   ctx.metrics.fireLateness.observe(Math.max(0, planned.latenessSeconds));
-  const stopRenewal = startRenewal(ctx, claim.held);
+  const renewal = startRenewal(ctx, claim.held);
   const startedMs = ctx.clock.nowMs();
   let session: StatementSession | undefined;
   let finished: FinishedRun | undefined;
@@ -217,6 +254,7 @@ async function runClaimedFire(
     try {
       ({ rowsWritten, elapsedMs, memoryBytes } = await ctx.sessions.runStatements(() =>
         executeFire(own.client, spec, fire, window, {
+          dedupWindow: windows.claimed,
           signal: ctx.signal,
           onStatement: (index) => ctx.events.statement?.({ runnerId: ctx.runnerId, huntId, fire, index }),
         }),
@@ -232,18 +270,27 @@ async function runClaimedFire(
     const statementsMs = ctx.clock.nowMs() - statementsStartedMs;
     // The hunt's settings must not ride along on the coordination writes below.
     await ctx.sessions.reset(own, runSettingKeys(spec));
-    // Order matters: the watermark before the release, so a peer that claims
-    // right after the release finds the fire already run.
+    // The commit, fenced twice: a run whose lease was taken over stops here (the taker runs
+    // the same window), and the watermark write itself never moves the watermark back.
+    // Order matters: the watermark before the release, so a peer that claims right after
+    // the release finds the fire already run.
+    const claims = ctx.claims.on(own.client);
+    const stale = outcome === 'succeeded' && (renewal.lost || !(await claims.holds(claim.held)));
+    if (stale) {
+      if (!renewal.lost) leaseLost(ctx, claim.held);
+      outcome = 'failed';
+    }
     if (outcome === 'succeeded') await coord.setWatermark(huntId, fire);
-    await stopRenewal();
-    await ctx.claims.on(own.client).release(claim.held, { succeeded: outcome === 'succeeded', previousFire: claim.watermark });
+    await renewal.stop();
+    // A stale run releases nothing: the lease is the taker's.
+    if (!stale) await claims.release(claim.held, { succeeded: outcome === 'succeeded' });
     // Duration: the summaries' elapsed time where they carry it, else the wall time of the statements.
     const durationMs = Math.round(elapsedMs ?? statementsMs);
     const cost: RunRowCost = { durationMs, cpuUs: 0, memoryBytes, errorCode };
     await coord.runRow(huntId, fire, outcome === 'succeeded' ? RUN_STATUS.succeeded : RUN_STATUS.failed, rowsWritten, cost, skipped);
     finished = { huntId, fire, outcome, cost };
   } finally {
-    await stopRenewal();
+    await renewal.stop();
     if (session && !ctx.signal.aborted) await ctx.sessions.release(session, runSettingKeys(spec));
   }
   annotate({ 'dfe.hunt.outcome': outcome, 'dfe.hunt.rows_written': rowsWritten });

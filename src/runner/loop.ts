@@ -285,6 +285,11 @@ export class Runner {
     }
   }
 
+  /** The runs in flight (hunt and planned fire), for what a stop abandons. */
+  inFlightRuns(): Array<{ huntId: string; fire: number }> {
+    return [...this.inFlight].map(([huntId, run]) => ({ huntId, fire: run.fire }));
+  }
+
   /** Resolves when no run is in flight. */
   async idle(): Promise<void> {
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight.values()].map((r) => r.done));

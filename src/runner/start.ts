@@ -72,6 +72,7 @@ export async function startRunner(options: StartRunnerOptions): Promise<RunnerHa
   const log = (options.log ?? silentLogger()).child({ component: 'hunt-runner' });
   const runnerId = options.runnerId ?? config.runner.runnerId ?? defaultRunnerId();
   const metrics = createRunnerMetrics();
+  const sleep = options.sleep ?? ((ms: number) => delay(ms));
   const sessions = handle.statementSessions(options.openSession);
   const runner = new Runner({
     runnerId,
@@ -80,7 +81,7 @@ export async function startRunner(options: StartRunnerOptions): Promise<RunnerHa
     settings: config.runner,
     sessions,
     clock,
-    sleep: options.sleep ?? ((ms) => delay(ms)),
+    sleep,
     time: options.time ?? 'server',
     metrics,
     log: log.child({ runner: runnerId }),
@@ -141,12 +142,27 @@ export async function startRunner(options: StartRunnerOptions): Promise<RunnerHa
       stopped ??= (async () => {
         stopping = true;
         wake.abort();
-        await looping;
         runner.halt();
-        await runner.idle();
-        await runner.lastPlanningCycle();
+        // One deadline for all of it (docs/runner.md#stopping): a stalled statement, a planning
+        // cycle or a session that will not close must not hold the process.
+        let expired = false;
+        const deadline = sleep(config.runner.stopDeadlineSeconds * 1000).then(() => (expired = true));
+        const within = async (p: Promise<unknown>): Promise<void> => {
+          if (!expired) await Promise.race([p, deadline]);
+        };
+        await within(looping);
+        await within(runner.idle());
+        const abandoned = runner.inFlightRuns();
+        if (abandoned.length > 0) {
+          log.warn(
+            { runner: runnerId, abandoned, deadline_seconds: config.runner.stopDeadlineSeconds },
+            `stop deadline passed: abandoned ${abandoned.map((r) => `${r.huntId}@${r.fire}`).join(', ')}; their leases expire and their windows are retaken as recorded`,
+          );
+          runner.crash();
+        }
+        await within(runner.lastPlanningCycle());
         await server?.close();
-        await sessions.close();
+        await within(sessions.close());
         log.info({ runner: runnerId }, 'runner stopped');
       })();
       return stopped;

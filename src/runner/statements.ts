@@ -6,16 +6,21 @@ import { windowParams, type RunWindow } from '../schedule/window.js';
 /**
  * Runs one fire's statements in order (docs/runner.md#a-tick, step 5). Every statement
  * carries the hunt's settings, a JSON `log_comment` that query_log attributes
- * back to the hunt, and `insert_deduplication_token = <hunt_id>:<fire>:<n>`, so
- * a repeated run of the same fire inserts nothing twice where the target table
+ * back to the hunt, and `insert_deduplication_token = <hunt_id>:<start>-<end>:<n>`, so
+ * a repeated run of the same window inserts nothing twice where the target table
  * deduplicates (replicated tables, or a non_replicated_deduplication_window).
  */
-export function statementSettings(spec: HuntSpec, fire: number, index: number): ClickHouseSettings {
+export function statementSettings(spec: HuntSpec, fire: number, index: number, window: RunWindow): ClickHouseSettings {
   return {
     ...(spec.settings as ClickHouseSettings),
     log_comment: JSON.stringify({ feature: 'hunts', kind: 'hunt', id: spec.huntId, fire }),
-    insert_deduplication_token: `${spec.huntId}:${fire}:${index}`,
+    insert_deduplication_token: dedupToken(spec.huntId, window, index),
   };
+}
+
+/** `<hunt_id>:<start>-<end>:<n>`: two runs of one claimed window write one copy (docs/claim-protocol.md#the-invariant). */
+export function dedupToken(huntId: string, window: RunWindow, index: number): string {
+  return `${huntId}:${window.startSeconds}-${window.endSeconds}:${index}`;
 }
 
 /**
@@ -29,6 +34,8 @@ export function runSettingKeys(spec: HuntSpec): string[] {
 
 export interface ExecuteOptions {
   readonly signal?: AbortSignal;
+  /** The window the claim owns (before a catch-up cut), for the dedup token; default the run's window. */
+  readonly dedupWindow?: RunWindow;
   /** Called before each statement; tests use it to stop a runner mid-run. */
   readonly onStatement?: (index: number) => void;
 }
@@ -79,7 +86,7 @@ export async function executeFire(
         client.command({
           query: statement.query,
           query_params: windowParams(statement, window),
-          clickhouse_settings: statementSettings(spec, fire, index),
+          clickhouse_settings: statementSettings(spec, fire, index, options.dedupWindow ?? window),
           ...(options.signal ? { abort_signal: options.signal } : {}),
           ...(headers === undefined ? {} : { http_headers: headers }),
         }),

@@ -8,6 +8,11 @@ export interface DueHunt {
   readonly requested: boolean;
   readonly intervalSeconds: number;
   readonly phaseOffset: number;
+  /**
+   * Where the owed window starts (the watermark; 0 for a hunt that never ran): the
+   * longest-waiting hunt has the oldest (aging, docs/runner.md#progress). Absent: the fire.
+   */
+  readonly owedFrom?: number;
 }
 
 /** What one coordination read says is due (Coordinator.tick in coordination/coordinator.ts reads it). */
@@ -20,7 +25,7 @@ export interface TickSnapshot {
 
 /**
  * Pure tick planning (docs/runner.md#a-tick, step 2): which due hunts this runner starts now.
- * Oldest fire first (the most overdue), not alphabetical; hunts this runner is
+ * The longest owed first (the oldest owed window, aging), not alphabetical; hunts this runner is
  * already running or does not know are left alone; at most `cap` in flight.
  * Equal fires are common (every 2 s hunt fires on the even second), so ties are
  * broken by a hash of (runner, hunt): each runner walks the tie in its own
@@ -35,6 +40,8 @@ export interface PlannedRun {
   readonly phaseOffset: number;
   /** ClickHouse clock at this tick minus the fire. */
   readonly latenessSeconds: number;
+  /** Where the owed window starts (the planning order). */
+  readonly owedFrom: number;
 }
 
 export interface TickPlan {
@@ -75,11 +82,14 @@ export function planTick(
         intervalSeconds: row.intervalSeconds,
         phaseOffset: row.phaseOffset,
         latenessSeconds: snapshot.serverNow - row.fire,
+        owedFrom: row.owedFrom ?? row.fire,
       });
     }
   }
   const rank = new Map(candidates.map((c) => [c.spec.huntId, tieBreak(runnerId, c.spec.huntId)]));
-  candidates.sort((a, b) => a.fire - b.fire || (rank.get(a.spec.huntId) ?? 0) - (rank.get(b.spec.huntId) ?? 0));
+  // Aging: the oldest owed window first. The due query yields only a hunt's latest fire, so
+  // ordering by it would never make a hunt deferred tick after tick more urgent than a fresh one.
+  candidates.sort((a, b) => a.owedFrom - b.owedFrom || (rank.get(a.spec.huntId) ?? 0) - (rank.get(b.spec.huntId) ?? 0));
   const room = Math.max(0, cap - inFlight.size);
   return { start: candidates.slice(0, room), unknown, deferred: Math.max(0, candidates.length - room) };
 }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { claimFires, READ_BACK_MARGIN_MS, type ClaimOutcome } from '../../src/coordination/claims/table-claims.js';
+import { claimFires, READ_BACK_MARGIN_MS, tableClaims, type ClaimOutcome } from '../../src/coordination/claims/table-claims.js';
 import { Coordinator } from '../../src/coordination/coordinator.js';
 import { applySchema } from '../../src/coordination/topology.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
@@ -85,5 +85,55 @@ describe('claim timing at the settle boundary', () => {
     });
     expect(r.outcome).toEqual({ kind: 'won', watermark: null });
     expect(r.slept).toEqual([SETTLE + READ_BACK_MARGIN_MS]);
+  });
+});
+
+describe('the table protocol as the runner uses it (docs/claim-protocol.md#the-table-protocol)', () => {
+  const timing = (clock: ManualClock, during: (c: ManualClock) => void) => ({
+    leaseSeconds: 300,
+    settleMs: SETTLE,
+    clock,
+    sleep: async (ms: number) => clock.advance(ms),
+    claimStart: <T>(fn: () => Promise<T>) => {
+      const started = fn();
+      during(clock);
+      return started;
+    },
+  });
+  const newest = async (huntId: string) => (await coord.newestLeases([huntId])).rows.get(huntId);
+  // A renewal's lease_until comes from the server clock estimate a tick's due query refreshes.
+  beforeAll(async () => {
+    await coord.tick();
+  });
+
+  it('a late claim is released at once: its row is deleted, so it holds the hunt for no lease', async () => {
+    const clock = new ManualClock(Date.now());
+    const late = await tableClaims(coord, 'slow', timing(clock, (c) => c.advance(SETTLE))).claim([{ huntId: 'late-release', fire: 1_000 }]);
+    expect(late.get('late-release')).toEqual({ kind: 'late' });
+    expect(await newest('late-release')).toBeUndefined();
+    // Another runner's next claim of the hunt stands at once.
+    const next = await tableClaims(coord, 'next', timing(clock, () => undefined)).claim([{ huntId: 'late-release', fire: 1_000 }]);
+    expect(next.get('late-release')?.kind).toBe('won');
+  });
+
+  it('while the newest row’s fire is owed, a claim of a newer fire takes that one (the same window), and is confirmed by a fresh row', async () => {
+    const clock = new ManualClock(Date.now());
+    const first = await tableClaims(coord, 'first', { ...timing(clock, () => undefined), leaseSeconds: 1 }).claim([{ huntId: 'chain', fire: 1_000 }]);
+    expect(first.get('chain')?.kind).toBe('won');
+    await new Promise((resolve) => setTimeout(resolve, 2_100)); // its 1 s lease (server clock) is over; nothing ran
+    const taker = tableClaims(coord, 'taker', timing(clock, () => undefined));
+    const taken = await taker.claim([{ huntId: 'chain', fire: 2_000 }]);
+    const won = taken.get('chain');
+    expect(won?.kind === 'won' ? won.held.fire : undefined).toBe(1_000);
+    expect(await newest('chain')).toMatchObject({ owner: 'taker', fire: 1_000 });
+    if (won?.kind !== 'won') throw new Error('taker did not win');
+    expect(await taker.holds(won.held)).toBe(true);
+    // The first claimant, resuming, sees that it no longer holds the hunt; its renewal writes nothing over the taker.
+    const firstWon = first.get('chain');
+    if (firstWon?.kind !== 'won') throw new Error('first did not win');
+    const stale = tableClaims(coord, 'first', timing(clock, () => undefined));
+    expect(await stale.holds(firstWon.held)).toBe(false);
+    expect(await stale.renew(firstWon.held)).toBe('lost');
+    expect(await newest('chain')).toMatchObject({ owner: 'taker' });
   });
 });

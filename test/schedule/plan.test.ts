@@ -54,3 +54,45 @@ describe('planTick', () => {
     expect(overrunFire(learned, 1_900_000_030, 1_900_000_090)).toBe(1_900_000_090);
   });
 });
+
+describe('aging over capacity (docs/runner.md#progress)', () => {
+  const SCHEDULE = { intervalSeconds: 10, phaseOffset: 0 };
+  const ids = ['a', 'b', 'c', 'd', 'e'];
+  const hunts = new Map(ids.map((id) => [id, spec(id, 10)]));
+
+  /**
+   * One runner, cap 1, every hunt due every tick, a run done within its tick. `aging`: the due
+   * rows carry where each owed window starts (the watermark), as the due query does; without
+   * it the plan sees only the latest fire (the baseline). Returns the ticks each hunt ran at.
+   */
+  function simulate(aging: boolean, ticks: number): Map<string, number[]> {
+    const watermark = new Map<string, number>(ids.map((id) => [id, 0]));
+    const ran = new Map<string, number[]>(ids.map((id) => [id, []]));
+    for (let k = 1; k <= ticks; k += 1) {
+      const fire = 10 * k;
+      const due = ids
+        .filter((id) => (watermark.get(id) ?? 0) < fire)
+        .map((huntId) => ({ huntId, fire, requested: false, ...SCHEDULE, ...(aging ? { owedFrom: watermark.get(huntId) ?? 0 } : {}) }));
+      const plan = planTick({ serverNow: fire + 5, backlog: due.length, due }, hunts, new Set(), 1, 'runner-1');
+      for (const p of plan.start) {
+        watermark.set(p.spec.huntId, fire);
+        ran.get(p.spec.huntId)?.push(k);
+      }
+    }
+    return ran;
+  }
+
+  it('without aging, one hunt wins every tie and the others starve (the baseline)', () => {
+    const ran = simulate(false, 20);
+    expect([...ran.values()].filter((ticks) => ticks.length === 0).length).toBe(ids.length - 1);
+  });
+
+  it('with aging, the longest-owed hunt goes first: each of 5 hunts runs every 5th tick with room for 1', () => {
+    const ran = simulate(true, 20);
+    for (const [id, ticks] of ran) {
+      expect(ticks.length, id).toBe(4);
+      const gaps = ticks.slice(1).map((t, i) => t - (ticks[i] as number));
+      expect(gaps.every((g) => g === ids.length), id).toBe(true);
+    }
+  });
+});

@@ -7,18 +7,27 @@ import { TABLES } from '../tables.js';
 import type { ClaimOutcome, ClaimProtocol, ClaimRequest, HeldClaim } from './protocol.js';
 
 /**
- * Keeper mode (docs/claim-protocol.md#keeper-mode): per hunt, a lease key `<hunt>`
- * and a record key `<hunt>/<fire>` in the KeeperMap table `hunt_claim` ('/' never
- * appears in a hunt id, a file stem). A claim is ONE strict-mode insert of both
- * keys: Keeper creates both or neither, and of racing inserts exactly one
- * succeeds. Every later write is conditional on the claim's random token. No
- * settle wait and no gate: the insert is plain data, so claims on separate
- * connections run in parallel even on the embedded engine.
+ * Keeper mode (docs/claim-protocol.md#keeper-mode). Per hunt, in the KeeperMap table
+ * `hunt_claim` ('/' and '@' never appear in a hunt id, a file stem):
+ *
+ * - the lease key `<hunt>`: one run at a time (progress only, never safety);
+ * - the start key `<hunt>@<start>` (`<hunt>@none` before the first watermark): the window
+ *   that starts at that watermark, `[start, end)`, fixed by the first claim from it. Its
+ *   `fire` column is the window's end and its `lease_until` column the window's start
+ *   (KeeperMap's columns are fixed at creation). Every later claim from that start runs
+ *   the same window, so two runs of one window are duplicates the dedup token removes,
+ *   and windows of different starts never overlap: the safety of the mode rests on
+ *   Keeper's create-once insert, not on time.
+ *
+ * A claim is ONE strict-mode insert of both keys (both or neither). Every later write of
+ * the lease is conditional on the claim's random token. No settle wait and no gate: the
+ * insert is plain data, so claims on separate connections run in parallel.
  */
 const STRICT = Object.freeze({ keeper_map_strict_mode: 1 as const, log_comment: '', insert_deduplication_token: '' });
 
 export const leaseKey = (huntId: string): string => huntId;
-export const recordKey = (huntId: string, fire: number): string => `${huntId}/${fire}`;
+/** The start key of the window that starts at `watermark` (null: no watermark yet). */
+export const startKey = (huntId: string, watermark: number | null): string => `${huntId}@${watermark ?? 'none'}`;
 
 /**
  * ClickHouse's error type (`KEEPER_EXCEPTION`, `LIMIT_EXCEEDED`…), or undefined for
@@ -57,11 +66,14 @@ export interface KeeperClaimOptions {
   readonly newToken?: () => string;
 }
 
+type Won = Extract<ClaimOutcome, { kind: 'won' }>;
+
 export function keeperClaims(coord: Coordinator, options: KeeperClaimOptions): ClaimProtocol {
   const { owner, leaseSeconds } = options;
   const newToken = options.newToken ?? (() => randomBytes(12).toString('hex'));
   const client: ClickHouseClient = coord.client;
   const table = qualifiedTable(coord.database, TABLES.claim);
+  const columns: [string, ...string[]] = ['claim_key', 'hunt_id', 'fire', 'owner', 'token', 'lease_until'];
 
   const leaseUntil = (): number => {
     const now = coord.time.nowSeconds();
@@ -69,19 +81,8 @@ export function keeperClaims(coord: Coordinator, options: KeeperClaimOptions): C
     return now + leaseSeconds;
   };
 
-  const insertKeys = async (r: ClaimRequest, token: string): Promise<void> => {
-    const row = { hunt_id: r.huntId, fire: r.fire, owner, token, lease_until: leaseUntil() };
-    await client.insert({
-      table,
-      values: [
-        { claim_key: leaseKey(r.huntId), ...row },
-        { claim_key: recordKey(r.huntId, r.fire), ...row },
-      ],
-      columns: ['claim_key', 'hunt_id', 'fire', 'owner', 'token', 'lease_until'],
-      format: 'JSONEachRow',
-      clickhouse_settings: STRICT,
-      ...coord.abort,
-    });
+  const insert = async (values: ReadonlyArray<Record<string, unknown>>): Promise<void> => {
+    await client.insert({ table, values: [...values], columns, format: 'JSONEachRow', clickhouse_settings: STRICT, ...coord.abort });
   };
 
   const readKeys = async (keys: readonly string[]): Promise<Map<string, KeyRow>> => {
@@ -98,31 +99,61 @@ export function keeperClaims(coord: Coordinator, options: KeeperClaimOptions): C
     await client.command({ query, query_params: coord.params(values), clickhouse_settings: STRICT, ...coord.abort });
   };
 
-  /** After a conflict: 'lost', or 'retry' once a stale key (expired lease, failed run's record) is deleted. */
-  const afterConflict = async (r: ClaimRequest): Promise<'retry' | ClaimOutcome> => {
-    const lease = leaseKey(r.huntId);
-    const record = recordKey(r.huntId, r.fire);
-    const keys = await readKeys([lease, record]);
-    const held = keys.get(lease);
-    const rec = keys.get(record);
-    if (held) {
-      if (Number(held.lease_until) > Number(held.now_s)) return { kind: 'lost', holder: { owner: held.owner } };
-      // An expired lease: delete it, then its fire's record, only if still the same claim and still
-      // expired. One key per statement: a KeeperMap DELETE whose multi-key write meets a key already
-      // gone retries the rest WITHOUT the version check (docs/claim-protocol.md#keeper-mode).
-      const expired = `AND token = {token:String} AND lease_until <= ${coord.now}`;
-      await command(`DELETE FROM ${table} WHERE claim_key = {key:String} ${expired}`, { key: lease, token: held.token });
-      await command(`DELETE FROM ${table} WHERE claim_key = {key:String} ${expired}`, { key: recordKey(r.huntId, Number(held.fire)), token: held.token });
-      return 'retry';
+  const leaseRow = (huntId: string, fire: number, token: string) => ({ claim_key: leaseKey(huntId), hunt_id: huntId, fire, owner, token, lease_until: leaseUntil() });
+
+  /**
+   * Inserts `rows` (the lease alone, or the lease and a new start key): won, lost on a
+   * conflict, or, when the outcome is unknown (a dropped connection), won iff the lease
+   * key carries our token.
+   */
+  const tryInsert = async (rows: ReadonlyArray<Record<string, unknown>>, token: string, won: Won): Promise<ClaimOutcome | 'conflict'> => {
+    try {
+      await insert(rows);
+      return won;
+    } catch (err) {
+      if (coord.aborted) throw err;
+      if (isKeyConflict(err)) return 'conflict';
+      if (isDefiniteRefusal(err)) throw err;
+      const back = (await readKeys([leaseKey(won.held.huntId)])).get(leaseKey(won.held.huntId));
+      if (back?.token === token) return won;
+      return { kind: 'lost', holder: back ? { owner: back.owner } : undefined };
     }
-    if (!rec) return 'retry'; // both keys went away in between: try again
-    // Read AFTER the keys: a run writes its watermark before it deletes its lease, so a lease
-    // seen gone means the watermark read now shows that run's fire.
-    const watermark = (await coord.watermarks([r.huntId])).get(r.huntId);
-    if (watermark !== undefined && watermark >= r.fire) return { kind: 'lost', holder: { owner: rec.owner } };
-    // A record without a lease and without the watermark: a failed or crashed run's leftover.
-    await command(`DELETE FROM ${table} WHERE claim_key = {key:String} AND token = {token:String}`, { key: record, token: rec.token });
-    return 'retry';
+  };
+
+  /** Deletes an expired lease, only if still the same claim and still expired (one key per statement: docs/claim-protocol.md). */
+  const deleteExpiredLease = async (huntId: string, token: string): Promise<void> => {
+    await command(`DELETE FROM ${table} WHERE claim_key = {key:String} AND token = {token:String} AND lease_until <= ${coord.now}`, { key: leaseKey(huntId), token });
+  };
+
+  /**
+   * One hunt's claim from the watermark `wm` read just before: the window starting at `wm`
+   * is the recorded one if its start key exists (a retake: the same window, perhaps an
+   * earlier fire than requested), else `[wm, fire)`, recorded by this claim.
+   */
+  const claimOne = async (r: ClaimRequest, wm: number | null): Promise<ClaimOutcome> => {
+    const { huntId } = r;
+    const skey = startKey(huntId, wm);
+    const start = wm ?? r.fire - (r.intervalSeconds ?? 0);
+    if (wm !== null && wm >= r.fire) return { kind: 'lost', holder: undefined }; // a stale due row: the fire ran
+    for (let attempt = 0; attempt < 2; attempt += 1) {
+      const token = newToken();
+      const fresh: Won = { kind: 'won', watermark: wm, held: { huntId, fire: r.fire, token, startKey: skey }, window: { startSeconds: start, endSeconds: r.fire } };
+      const startRow = { ...leaseRow(huntId, r.fire, token), claim_key: skey, lease_until: start };
+      const first = await tryInsert([leaseRow(huntId, r.fire, token), startRow], token, fresh);
+      if (first !== 'conflict') return first;
+      const keys = await readKeys([leaseKey(huntId), skey]);
+      const lease = keys.get(leaseKey(huntId));
+      if (lease && Number(lease.lease_until) > Number(lease.now_s)) return { kind: 'lost', holder: { owner: lease.owner } };
+      if (lease) await deleteExpiredLease(huntId, lease.token);
+      const recorded = keys.get(skey);
+      if (!recorded) continue; // only an expired lease stood in the way: the whole insert once more
+      // The window from this start was claimed before (a failed, crashed or paused run): run the same one.
+      const end = Number(recorded.fire);
+      const retake: Won = { kind: 'won', watermark: wm, held: { huntId, fire: end, token, startKey: skey }, window: { startSeconds: Number(recorded.lease_until), endSeconds: end } };
+      const taken = await tryInsert([leaseRow(huntId, end, token)], token, retake);
+      return taken === 'conflict' ? { kind: 'lost', holder: undefined } : taken;
+    }
+    return { kind: 'lost', holder: undefined };
   };
 
   /**
@@ -135,75 +166,62 @@ export function keeperClaims(coord: Coordinator, options: KeeperClaimOptions): C
     await coord.putLease(held.huntId, owner, held.fire, lease).catch(() => undefined);
   };
 
-  const claimOne = async (r: ClaimRequest): Promise<ClaimOutcome> => {
-    for (let attempt = 0; attempt < 2; attempt += 1) {
-      const token = newToken();
-      const held: HeldClaim = { huntId: r.huntId, fire: r.fire, token };
-      try {
-        await insertKeys(r, token);
-        return { kind: 'won', watermark: null, held };
-      } catch (err) {
-        if (coord.aborted) throw err;
-        if (!isKeyConflict(err)) {
-          if (isDefiniteRefusal(err)) throw err;
-          // Ambiguous: the insert may have landed. Our token on the lease key settles it.
-          const back = (await readKeys([leaseKey(r.huntId)])).get(leaseKey(r.huntId));
-          if (back?.token === token) return { kind: 'won', watermark: null, held };
-          return { kind: 'lost', holder: back ? { owner: back.owner } : undefined };
-        }
-        const next = attempt === 0 ? await afterConflict(r) : undefined;
-        if (next === undefined) break;
-        if (next !== 'retry') return next;
-      }
-    }
-    return { kind: 'lost', holder: undefined };
+  const release = async (held: HeldClaim, result: { succeeded: boolean }): Promise<void> => {
+    // A done window's start key goes (a stale claim from that start meets the watermark
+    // after its win); a failed run's stays, so the window stays owed exactly as recorded.
+    if (result.succeeded && held.startKey) await command(`DELETE FROM ${table} WHERE claim_key = {key:String}`, { key: held.startKey });
+    await command(`DELETE FROM ${table} WHERE claim_key = {key:String} AND token = {token:String}`, { key: leaseKey(held.huntId), token: held.token });
+    await mirror(held, 'release');
   };
+
+  const holds = async (held: HeldClaim): Promise<boolean> => (await readKeys([leaseKey(held.huntId)])).get(leaseKey(held.huntId))?.token === held.token;
 
   return {
     mode: 'keeper',
     async claim(requests) {
-      const settled = await Promise.all(requests.map(async (r) => [r.huntId, await claimOne(r)] as const));
-      const outcomes = new Map<string, ClaimOutcome>(settled);
-      const won = settled.filter(([, o]) => o.kind === 'won').map(([h]) => h);
-      await Promise.all(settled.map(([, o]) => (o.kind === 'won' ? mirror(o.held, leaseSeconds) : undefined)));
-      if (won.length > 0) {
-        // The watermark, read after the win: the already-run recheck and the window start.
-        const marks = await coord.watermarks(won);
-        for (const huntId of won) {
-          const o = outcomes.get(huntId);
-          if (o?.kind === 'won') outcomes.set(huntId, { ...o, watermark: marks.get(huntId) ?? null });
+      const outcomes = new Map<string, ClaimOutcome>();
+      if (requests.length === 0) return outcomes;
+      const before = await coord.watermarks(requests.map((r) => r.huntId));
+      // Settled one by one: a claim that fails does not take the others with it.
+      const settled = await Promise.allSettled(requests.map((r) => claimOne(r, before.get(r.huntId) ?? null)));
+      const won: Won[] = [];
+      settled.forEach((s, k) => {
+        const r = requests[k] as ClaimRequest;
+        if (s.status === 'fulfilled') {
+          outcomes.set(r.huntId, s.value);
+          if (s.value.kind === 'won') won.push(s.value);
+        } else {
+          outcomes.set(r.huntId, { kind: 'failed', error: s.reason });
         }
+      });
+      if (won.length === 0) return outcomes;
+      await Promise.all(won.map((o) => mirror(o.held, leaseSeconds)));
+      try {
+        // The watermark, read after the win: a start older than it is a stale claim (the window ran).
+        const marks = await coord.watermarks(won.map((o) => o.held.huntId));
+        for (const o of won) outcomes.set(o.held.huntId, { ...o, watermark: marks.get(o.held.huntId) ?? null });
+      } catch (err) {
+        // The batch cannot finish: release what it won, so no key waits a whole lease.
+        await Promise.allSettled(won.map((o) => release(o.held, { succeeded: false })));
+        throw err;
       }
       return outcomes;
     },
     async renew(held) {
       const lease = leaseKey(held.huntId);
-      await command(
-        `ALTER TABLE ${table} UPDATE lease_until = {until:Int64} WHERE claim_key IN {keys:Array(String)} AND token = {token:String}`,
-        { until: leaseUntil(), keys: [lease, recordKey(held.huntId, held.fire)], token: held.token },
-      );
+      await command(`ALTER TABLE ${table} UPDATE lease_until = {until:Int64} WHERE claim_key = {key:String} AND token = {token:String}`, {
+        until: leaseUntil(),
+        key: lease,
+        token: held.token,
+      });
       // The update is conditional on our token and says nothing of what it matched: read the
       // lease back. Gone or another token: an expired lease was taken over (docs/claim-protocol.md).
-      if ((await readKeys([lease])).get(lease)?.token !== held.token) return 'lost';
+      if (!(await holds(held))) return 'lost';
       await mirror(held, leaseSeconds);
       return 'held';
     },
-    async release(held, result) {
-      if (result.succeeded) {
-        // The fire's record stays (a stale claim of it loses); the previous fire's record goes.
-        const previous = result.previousFire === null ? [] : [recordKey(held.huntId, result.previousFire)];
-        await command(
-          `DELETE FROM ${table} WHERE claim_key IN {previous:Array(String)} OR (claim_key = {lease:String} AND token = {token:String})`,
-          { previous, lease: leaseKey(held.huntId), token: held.token },
-        );
-      } else {
-        await command(`DELETE FROM ${table} WHERE claim_key IN {keys:Array(String)} AND token = {token:String}`, {
-          keys: [leaseKey(held.huntId), recordKey(held.huntId, held.fire)],
-          token: held.token,
-        });
-      }
-      await mirror(held, 'release');
-    },
+    holds,
+    release,
     on: (other) => keeperClaims(coord.withClient(other), options),
   };
 }

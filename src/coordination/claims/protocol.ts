@@ -1,5 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { LeaseRow } from '../coordinator.js';
+import type { RunWindow } from '../../schedule/window.js';
 
 /**
  * What the runner asks of a claim mode (docs/claim-protocol.md): claim a tick's
@@ -15,26 +16,38 @@ export interface HeldClaim {
   readonly fire: number;
   /** Keeper mode: this claim's random token, the condition of its later writes; '' in table mode. */
   readonly token: string;
+  /** Keeper mode: the window's start key (docs/claim-protocol.md#keeper-mode), deleted once the window is done. */
+  readonly startKey?: string;
 }
 
 export type ClaimOutcome =
-  /** `watermark`: read after the win, for the already-run recheck and the run's window. */
-  | { readonly kind: 'won'; readonly watermark: number | null; readonly held: HeldClaim }
+  /**
+   * `watermark`: read after the win, for the already-run recheck. `window`: the window this
+   * claim owns when the mode records it at claim time (Keeper mode: every run of one window
+   * start covers the same window); absent, the run covers `[watermark, fire)`.
+   * `held.fire` is the fire claimed, which may be an earlier one than requested (a retake).
+   */
+  | { readonly kind: 'won'; readonly watermark: number | null; readonly held: HeldClaim; readonly window?: RunWindow }
   /** Someone holds the hunt (or, Keeper mode, the fire was claimed already). */
   | { readonly kind: 'lost'; readonly holder: Pick<LeaseRow, 'owner'> | undefined }
   /** Table protocol only: acknowledged `settle` or more after the free read. */
-  | { readonly kind: 'late' };
+  | { readonly kind: 'late' }
+  /** This hunt's claim failed (an error of its own; the others of the batch went on): the fire stays owed. */
+  | { readonly kind: 'failed'; readonly error: unknown };
 
 export interface ClaimRequest {
   readonly huntId: string;
   readonly fire: number;
+  /** The hunt's interval: a first run (no watermark) covers `[fire − interval, fire)`. Default 0. */
+  readonly intervalSeconds?: number;
 }
 
-/** How a won claim ended: `succeeded` after the watermark write (the fire ran), else `failed`. */
+/**
+ * How a won claim ended: `succeeded` when its window is covered (this run wrote the
+ * watermark, or a peer's already had), else the window stays owed as recorded.
+ */
 export interface ReleaseResult {
   readonly succeeded: boolean;
-  /** The watermark the run started from: the previous successful fire (Keeper mode deletes its record). */
-  readonly previousFire: number | null;
 }
 
 /**
@@ -49,6 +62,8 @@ export interface ClaimProtocol {
   claim(requests: readonly ClaimRequest[]): Promise<Map<string, ClaimOutcome>>;
   /** Extends the lease by the lease length from now, if the claim still holds it. */
   renew(held: HeldClaim): Promise<RenewResult>;
+  /** Whether the claim still holds its hunt: read just before the watermark commit (a stale run stops there). */
+  holds(held: HeldClaim): Promise<boolean>;
   release(held: HeldClaim, result: ReleaseResult): Promise<void>;
   /** The same protocol on another connection (an embedded session runs one query at a time). */
   on(client: ClickHouseClient): ClaimProtocol;

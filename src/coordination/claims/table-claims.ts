@@ -31,12 +31,15 @@ export type { ClaimRequest } from './protocol.js';
  * of a tick does not grow with the number of hunts it starts.
  */
 export type ClaimOutcome =
-  /** `watermark`: read with the read-back, for the already-run recheck (step 4). */
-  | { readonly kind: 'won'; readonly watermark: number | null }
+  /**
+   * `watermark`: read with the read-back, for the already-run recheck (step 4). `fire`: the
+   * fire the row claimed when the window chain chose it (a retake), else the one requested.
+   */
+  | { readonly kind: 'won'; readonly watermark: number | null; readonly fire?: number }
   /** A live lease at the free read, or the read-back shows another claim on top. */
   | { readonly kind: 'lost'; readonly holder: LeaseRow | undefined }
-  /** Our insert was acknowledged `settle` or more after the free read. */
-  | { readonly kind: 'late' };
+  /** Our insert was acknowledged `settle` or more after the free read. `newestBefore`: the newest row the free read saw. */
+  | { readonly kind: 'late'; readonly newestBefore?: string | undefined };
 
 export interface ClaimTiming {
   readonly leaseSeconds: number;
@@ -56,11 +59,20 @@ export interface ClaimTiming {
  * of the ReplacingMergeTree may keep either tied row, so two readers could see
  * different winners; losing both only delays the fire to a later poll.
  */
-export function readBackVerdict(rows: readonly LeaseRow[], owner: string, fire: number, watermark: number | null = null): ClaimOutcome {
+export function readBackVerdict(
+  rows: readonly LeaseRow[],
+  owner: string,
+  fire: number,
+  watermark: number | null = null,
+  chain?: { readonly newestBefore: string | undefined },
+): ClaimOutcome {
   const [top, second] = rows;
-  if (!top || top.owner !== owner || top.fire !== fire) return { kind: 'lost', holder: top };
+  // With the window chain the row's fire was chosen in the insert: ours is the row of this
+  // owner newer than anything the free read saw.
+  const ours = chain ? top?.owner === owner && (chain.newestBefore === undefined || top.claimed > chain.newestBefore) : top?.owner === owner && top.fire === fire;
+  if (!top || !ours) return { kind: 'lost', holder: top };
   if (second && second.claimed === top.claimed && second.owner !== owner) return { kind: 'lost', holder: second };
-  return { kind: 'won', watermark };
+  return chain ? { kind: 'won', watermark, fire: top.fire } : { kind: 'won', watermark };
 }
 
 /**
@@ -72,12 +84,15 @@ export const READ_BACK_MARGIN_MS = 50;
 
 type Started = { readonly contenders: readonly ClaimRequest[]; readonly freeReadMs: number; readonly ackMs: number };
 
+/** `chain`: the window chain picks each claim's fire in the insert (the runner's hunts; not the planner's slots). */
 export async function claimFires(
   coord: Coordinator,
   owner: string,
   requests: readonly ClaimRequest[],
   timing: ClaimTiming,
+  options: { readonly chain?: boolean } = {},
 ): Promise<Map<string, ClaimOutcome>> {
+  const heads = new Map<string, string>();
   const { clock, settleMs } = timing;
   const outcomes = new Map<string, ClaimOutcome>();
   const start = async (): Promise<Started> => {
@@ -85,16 +100,17 @@ export async function claimFires(
     const free = await coord.newestLeases(requests.map((r) => r.huntId));
     const contenders = requests.filter((r) => {
       const head = free.rows.get(r.huntId);
+      if (head) heads.set(r.huntId, head.claimed);
       if (head && head.leaseUntil > free.nowSeconds) outcomes.set(r.huntId, { kind: 'lost', holder: head });
       return !outcomes.has(r.huntId);
     });
-    if (contenders.length > 0) await coord.conditionalClaims(owner, contenders, timing.leaseSeconds);
+    if (contenders.length > 0) await coord.conditionalClaims(owner, contenders, timing.leaseSeconds, options);
     return { contenders, freeReadMs, ackMs: clock.monotonicMs() };
   };
   const { contenders, freeReadMs, ackMs } = timing.claimStart ? await timing.claimStart(start) : await start();
   if (contenders.length === 0) return outcomes;
   if (ackMs - freeReadMs >= settleMs) {
-    for (const r of contenders) outcomes.set(r.huntId, { kind: 'late' });
+    for (const r of contenders) outcomes.set(r.huntId, { kind: 'late', newestBefore: heads.get(r.huntId) });
     return outcomes;
   }
   // ackMs + settle is also ≥ settle after the free read, the protocol's stated bound.
@@ -103,26 +119,74 @@ export async function claimFires(
   const back = await coord.readBacks(contenders.map((r) => r.huntId));
   for (const r of contenders) {
     const seen = back.get(r.huntId);
-    outcomes.set(r.huntId, readBackVerdict(seen?.rows ?? [], owner, r.fire, seen?.watermark ?? null));
+    const chain = options.chain ? { newestBefore: heads.get(r.huntId) } : undefined;
+    outcomes.set(r.huntId, readBackVerdict(seen?.rows ?? [], owner, r.fire, seen?.watermark ?? null, chain));
   }
   return outcomes;
 }
 
-/** The table protocol as a `ClaimProtocol`: leases are rows of hunt_lease (renewal: a fresh row; release: lease_until 0). */
+/**
+ * The table protocol as a `ClaimProtocol` (docs/claim-protocol.md#the-table-protocol): leases
+ * are rows of hunt_lease (renewal: a fresh row; release: lease_until 0). A won claim is
+ * confirmed before it runs: a fresh row of ours goes on top (above any late row, which was
+ * evaluated before our claim was visible), and a read-back a settle later must still show it
+ * — a takeover is then the only row that can ever sit above ours, and it runs our window.
+ * A late claim's row is deleted at once, so it holds nothing for a lease.
+ */
 export function tableClaims(coord: Coordinator, owner: string, timing: ClaimTiming): ClaimProtocol {
+  /** The newest lease row is this claim's (owner and fire), with no tie: nobody took the hunt over. */
+  const holdsAll = async (held: ReadonlyArray<{ huntId: string; fire: number }>): Promise<Set<string>> => {
+    const back = await coord.readBacks(held.map((h) => h.huntId));
+    return new Set(held.filter((h) => readBackVerdict(back.get(h.huntId)?.rows ?? [], owner, h.fire).kind === 'won').map((h) => h.huntId));
+  };
+  const confirm = async (won: ReadonlyArray<{ huntId: string; fire: number }>): Promise<Set<string>> => {
+    await Promise.all(won.map((w) => coord.putLease(w.huntId, owner, w.fire, timing.leaseSeconds)));
+    const ackMs = timing.clock.monotonicMs();
+    const waitMs = ackMs + timing.settleMs + READ_BACK_MARGIN_MS - timing.clock.monotonicMs();
+    if (waitMs > 0) await timing.sleep(waitMs);
+    return holdsAll(won);
+  };
   return {
     mode: 'tables',
     async claim(requests) {
-      const outcomes = await claimFires(coord, owner, requests, timing);
+      const outcomes = await claimFires(coord, owner, requests, timing, { chain: true });
       const out = new Map<string, ProtocolOutcome>();
+      const late: Array<[string, string | undefined]> = [];
+      const won: Array<{ huntId: string; fire: number; watermark: number | null }> = [];
       for (const r of requests) {
         const o = outcomes.get(r.huntId);
         if (!o) continue;
-        out.set(r.huntId, o.kind === 'won' ? { ...o, held: { huntId: r.huntId, fire: r.fire, token: '' } } : o);
+        if (o.kind === 'won') won.push({ huntId: r.huntId, fire: o.fire ?? r.fire, watermark: o.watermark });
+        else out.set(r.huntId, o.kind === 'late' ? { kind: 'late' } : o);
+        if (o.kind === 'late') late.push([r.huntId, o.newestBefore]);
+      }
+      // A late row may sit over a winner: it goes at once (a failed delete leaves it to expire).
+      await Promise.allSettled(late.map(([huntId, after]) => coord.deleteOwnLeaseRows(huntId, owner, after)));
+      if (won.length === 0) return out;
+      let confirmed: Set<string>;
+      try {
+        confirmed = await confirm(won);
+      } catch (err) {
+        // The batch cannot finish: release what it won (nothing ran, so nothing is owed but the fires).
+        await Promise.allSettled(won.map((w) => coord.putLease(w.huntId, owner, w.fire, 'release')));
+        throw err;
+      }
+      for (const w of won) {
+        out.set(
+          w.huntId,
+          confirmed.has(w.huntId) ? { kind: 'won', watermark: w.watermark, held: { huntId: w.huntId, fire: w.fire, token: '' } } : { kind: 'lost', holder: undefined },
+        );
       }
       return out;
     },
-    renew: (held) => coord.putLease(held.huntId, owner, held.fire, timing.leaseSeconds).then(() => 'held' as const),
+    // After the confirmation only a takeover sits above our rows: a renewal looks first, and
+    // never puts our row back over the taker's.
+    async renew(held) {
+      if (!(await holdsAll([held])).has(held.huntId)) return 'lost';
+      await coord.putLease(held.huntId, owner, held.fire, timing.leaseSeconds);
+      return 'held';
+    },
+    holds: async (held) => (await holdsAll([held])).has(held.huntId),
     release: (held) => coord.putLease(held.huntId, owner, held.fire, 'release'),
     on: (client) => tableClaims(coord.withClient(client), owner, timing),
   };
