@@ -248,7 +248,7 @@ async function verifyCommand(config: AppConfig, flags: Flags): Promise<void> {
     print(flags.json ? `${JSON.stringify(report)}\n` : formatVerifyReport(report));
     if (!report.ok) {
       const c = report.coverage;
-      throw new DfeError('CLICKHOUSE_FAILED', `${c.doubled + c.overlaps + report.doubleRunRows} double run(s), ${c.missed} missed fire(s) in ${report.database}`);
+      throw new DfeError('CLICKHOUSE_FAILED', `${c.doubled + c.overlaps} double run(s), ${c.missed} missed fire(s) in ${report.database}`);
     }
   } finally {
     process.off('SIGINT', onSignal);

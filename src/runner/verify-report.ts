@@ -107,10 +107,15 @@ export async function countFromTables(handle: ClickHouseHandle, database: string
   };
 }
 
-/** Every owed fire once: no double (by fire, by overlapping windows, by hunt_run rows), no miss. */
+/**
+ * Every owed fire once in the output: no fire covered twice, no overlapping windows, no miss.
+ * Two succeeded hunt_run rows of one fire (`doubleRunRows`) are a takeover's rerun of the same
+ * window, whose rows the dedup token kept once (docs/claim-protocol.md#the-invariant): reported,
+ * not a double.
+ */
 export function exactlyOnce(c: Counted): boolean {
   const cov = c.coverage;
-  return cov.owed > 0 && cov.missed === 0 && cov.doubled === 0 && cov.overlaps === 0 && c.doubleRunRows === 0;
+  return cov.owed > 0 && cov.missed === 0 && cov.doubled === 0 && cov.overlaps === 0;
 }
 
 /** `(start, end] run at +t s`: when it ran, in the run's seconds, to set beside the faults' times. */
@@ -135,7 +140,8 @@ export function formatVerifyReport(r: VerifyReport): string {
       : []),
     `fires: ${c.owed} owed, ${c.ownRun} run as their own fire, ${c.owed - c.ownRun - c.missed} folded into a later run's window`,
     `runs: ${r.runs.succeeded} succeeded, ${r.runs.failed} failed (hunt_run); longest ${s(r.longestRunSeconds)}`,
-    `double runs: ${c.doubled} fire(s) covered twice (output rows), ${c.overlaps} pair(s) of overlapping windows, ${r.doubleRunRows} fire(s) with two succeeded hunt_run rows`,
+    `double runs: ${c.doubled} fire(s) covered twice (output rows), ${c.overlaps} pair(s) of overlapping windows`,
+    `reruns: ${r.doubleRunRows} window(s) run to success twice after a takeover (same window, output kept once by the dedup token)`,
     `missed fires: ${c.missed} (${c.missed - c.unrun} gap(s) a later run went past, ${c.unrun} still unrun when the drain ended)`,
     `lateness (fire → run start): p50 ${s(r.lateness.p50)}, p99 ${s(r.lateness.p99)}, max ${s(r.lateness.max)}`,
     ...(c.examples.length ? [`examples: ${c.examples.join(' ')}`] : []),

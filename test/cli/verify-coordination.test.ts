@@ -57,7 +57,7 @@ function reportOf(stdout: string) {
   return {
     owed: num(/fires: (\d+) owed/),
     doubledOutput: num(/double runs: (\d+) fire\(s\) covered twice/),
-    doubledRuns: num(/, (\d+) fire\(s\) with two succeeded hunt_run rows/),
+    overlaps: num(/, (\d+) pair\(s\) of overlapping windows/),
     missed: num(/missed fires: (\d+)/),
     database: /database (dfe_verify_[0-9a-f]+)/.exec(stdout)?.[1],
   };
@@ -116,7 +116,7 @@ describe('dfe-hunt-runner verify-coordination', () => {
       expect(r.stdout).toContain('OK: every owed fire ran exactly once');
       const report = reportOf(r.stdout);
       expect(report.owed).toBeGreaterThan(20);
-      expect({ doubledOutput: report.doubledOutput, doubledRuns: report.doubledRuns, missed: report.missed }).toEqual({ doubledOutput: 0, doubledRuns: 0, missed: 0 });
+      expect({ doubledOutput: report.doubledOutput, overlaps: report.overlaps, missed: report.missed }).toEqual({ doubledOutput: 0, overlaps: 0, missed: 0 });
       expect(r.stdout).toContain('(dropped)');
     }, 320_000);
   }
