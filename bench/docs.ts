@@ -220,6 +220,12 @@ min / median / max, and is judged on the median; \`npm run bench\` exits 1 when 
   counted from the tables (goal 0 each, at any load); lateness is each owed fire to the start of
   the run covering it, the p99 held to docs/runner.md's bound poll × ceil(owed hunts / capacity)
   + one run (the longest run measured), the max to that bound + one lease + the longest fault.
+- **over capacity** (bench/over-capacity-bench.ts): twice the hunts due every poll that the
+  fleet can run, through the real tick planner (\`planTick\`) of 4 runners × cap 5 on one shared
+  snapshot per poll (a hunt one runner claimed is gone for the next), a run lasting one poll;
+  the longest wait of any hunt (oldest owed fire → its run's start) against docs/runner.md's
+  bound, beside the same fleet ordering by the latest fire alone (no aging). A simulation of
+  the planner, not of ClickHouse: the nemesis above measures the real fleet's lateness.
 
 ## One connection: where the tail went
 

@@ -12,6 +12,7 @@ import { benchDistinctParams } from './memory-bench.js';
 import { benchKeyFlood } from './key-flood-bench.js';
 import { benchDistinctKeys, benchOneConnection } from './one-connection-bench.js';
 import { benchNemesis } from './nemesis-bench.js';
+import { benchOverCapacity } from './over-capacity-bench.js';
 import { benchInstallSize, benchSoak, benchStartAndIdle } from './pod-bench.js';
 import { formatLine, runPassed, summary, type BenchLine } from './report.js';
 import { benchRunner } from './runner-bench.js';
@@ -73,6 +74,7 @@ async function main(): Promise<number> {
     { name: 'due query', run: () => benchDueQuery(embedded.client) },
     { name: 'smoothing', run: () => benchSmoothing() },
     { name: 'coordination under a nemesis', run: () => benchNemesis() },
+    { name: 'coordination over capacity', run: () => Promise.resolve(benchOverCapacity()) },
   ];
   // `node dist/bench/run.js runner due` runs only the sections whose names contain a word given.
   const only = args.filter((a) => !a.startsWith('--'));
