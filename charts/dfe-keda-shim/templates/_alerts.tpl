@@ -113,7 +113,7 @@ groups:
           {{- include "dfe-keda-shim.alertLabels" (dict "severity" "warning" "extra" $extra) | nindent 10 }}
         annotations:
           summary: {{ `Hunt {{ $labels.hunt_id }} lost its lease while a run went on` | quote }}
-          description: {{ `A run of hunt {{ $labels.hunt_id }} (namespace {{ $labels.namespace }}) found its Keeper lease taken over by another runner after its renewals failed for a whole lease; that fire may have run twice.` | quote }}
+          description: {{ `A run of hunt {{ $labels.hunt_id }} (namespace {{ $labels.namespace }}) found its Keeper lease taken over by another runner after its renewals failed for a whole lease; the taker ran the same window and this run did not commit; its rows were written once if the output table deduplicates.` | quote }}
           {{- include "dfe-keda-shim.runbook" (dict "base" $base "alert" "DfeHuntLeaseLost") | nindent 10 }}
       - alert: DfeHuntRunnerHeartbeatMissing
         # A live runner that has not written its heartbeat row to ClickHouse for a while.
