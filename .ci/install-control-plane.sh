@@ -67,7 +67,7 @@ if ! all_cached; then
     fi
     started=$(date +%s)
     say "building $name ($package)"
-    if (cd "$dir" && nice go build -trimpath -ldflags "-s -w $ldflags" -o "$cache_dir/bin/.$name.partial" "$package"); then
+    if (cd "$dir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$cache_dir/bin/.$name.partial" "$package"); then
       mv "$cache_dir/bin/.$name.partial" "$cache_dir/bin/$name"
       say "$name built in $(($(date +%s) - started)) s"
     else

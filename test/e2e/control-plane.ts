@@ -10,7 +10,7 @@ import { REPO, tools } from '../helpers/tools.js';
 /**
  * A real Kubernetes control plane and KEDA as plain processes on loopback, for the e2e lane:
  * etcd, kube-apiserver, kube-controller-manager (deployment, replicaset, HPA, serviceaccount
- * and garbage-collector controllers; no scheduler, no kubelet: pods stay Pending, the
+ * and garbage-collector controllers; no scheduler, no kubelet, no container runs: the
  * Deployment's `spec.replicas` is what the HPA sets), KEDA's operator and its metrics
  * apiserver. Binaries from .ci/install-control-plane.sh (.tools/control-plane/current/bin, or
  * DFE_CONTROL_PLANE_BIN). Every port is a free one; certificates are made here by openssl.
@@ -19,6 +19,8 @@ import { REPO, tools } from '../helpers/tools.js';
  * v1beta1.external.metrics.k8s.io → Service keda/keda-metrics-apiserver of type ExternalName
  * (`localhost`), so the aggregator dials https://localhost:<adapter port> and never leaves
  * loopback (an Endpoints object may not name a loopback IP).
+ *
+ * A stand-in for the kubelet marks pods Running and Ready (see `standInKubelet`).
  *
  * Each daemon runs in its own session (detached), its output in <dir>/<name>.log; `stop()`
  * sends SIGTERM in reverse start order and waits for every PID to exit (SIGKILL after 10 s).
@@ -43,6 +45,32 @@ export const bin = (name: Binary): string => join(CONTROL_PLANE_BIN, name);
 export interface ControlPlaneOptions {
   /** The HPA controller's sync period (the default 15 s is too slow for a test). */
   readonly hpaSyncSeconds?: number;
+}
+
+/**
+ * What the kubelet would do for the HPA's arithmetic, and nothing more: every pod is marked
+ * Running and Ready, and a pod being deleted is removed. The HPA's `Value` arithmetic
+ * (`ceil(ready pods × value / target)`) counts Running and Ready pods, so without this a
+ * `Value` trigger would always want zero; `AverageValue` does not need it. No container runs.
+ */
+async function standInKubelet(api: (method: string, path: string, body?: string, contentType?: string) => Promise<ApiResponse>): Promise<void> {
+  const res = await api('GET', '/api/v1/pods');
+  if (res.status !== 200) return;
+  const pods = res.json<{ items: { metadata: { name: string; namespace: string; deletionTimestamp?: string }; status?: { phase?: string } }[] }>().items;
+  for (const pod of pods) {
+    const path = `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}`;
+    if (pod.metadata.deletionTimestamp) {
+      await api('DELETE', `${path}?gracePeriodSeconds=0`);
+    } else if (pod.status?.phase !== 'Running') {
+      const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+      const status = {
+        phase: 'Running',
+        startTime: now,
+        conditions: ['PodScheduled', 'Initialized', 'ContainersReady', 'Ready'].map((type) => ({ type, status: 'True', lastTransitionTime: now })),
+      };
+      await api('PATCH', `${path}/status`, JSON.stringify({ status }), 'application/merge-patch+json');
+    }
+  }
 }
 
 export interface ApiResponse {
@@ -430,6 +458,18 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     // Pods are admitted once the namespace's default ServiceAccount exists (serviceaccount controller).
     await until('the default ServiceAccount', async () => (await api('GET', '/api/v1/namespaces/default/serviceaccounts/default')).status === 200, 30_000, diagnose('kube-controller-manager'));
     const startMs = Date.now() - started;
+    let kubeletRunning = true;
+    const kubelet = (async () => {
+      while (kubeletRunning) {
+        await standInKubelet(api).catch(() => undefined);
+        await sleep(1_000);
+      }
+    })();
+    const stopAll = async () => {
+      kubeletRunning = false;
+      await kubelet;
+      await stop();
+    };
 
     return {
       dir,
@@ -443,7 +483,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       rssBytes: () => daemons.reduce((sum, d) => sum + rssOf(d.child.pid), 0),
       pids: () => Object.fromEntries(daemons.map((d) => [d.name, d.child.pid])),
       log: logTail,
-      stop,
+      stop: stopAll,
     };
   } catch (err) {
     await stop();
