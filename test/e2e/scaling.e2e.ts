@@ -9,7 +9,7 @@
  * generous deadlines; the times seen are printed as figures, never asserted.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { quoteDatabase } from '../../src/clickhouse/identifiers.js';
@@ -50,7 +50,7 @@ const OUTAGE: readonly { mode: FaultMode; seconds: number }[] = [
 ];
 const SCRIPT = join(REPO, 'scripts', 'keda-scale-test.sh');
 
-const unmet = controlPlaneMissing() ?? missing('helm', 'openssl');
+const unmet = controlPlaneMissing() ?? missing('helm', 'openssl', 'crdsDir');
 const figures: Record<string, unknown> = { hpaSyncSeconds: HPA_SYNC_SECONDS };
 
 needs(unmet).describe('KEDA and the HPA on a real control plane', () => {
@@ -63,6 +63,10 @@ needs(unmet).describe('KEDA and the HPA on a real control plane', () => {
     cp = await startControlPlane({ hpaSyncSeconds: HPA_SYNC_SECONDS });
     figures.controlPlaneStartMs = cp.startMs;
     figures.controlPlaneRssMiBAtStart = Math.round(cp.rssBytes() / 2 ** 20);
+    // prometheus-operator's CRDs (the vendored copies the chart tests use), for the monitoring objects.
+    const monitoring = readdirSync(tools.crdsDir!).filter((f) => f.startsWith('monitoring.coreos.com_'));
+    cp.kubectl(['apply', '--server-side', ...monitoring.flatMap((f) => ['-f', join(tools.crdsDir!, f)])]);
+    cp.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd', '--all']);
     db = await openTestDatabase('e2e');
     engine = await startEngineFront(db.handle);
   });
@@ -86,8 +90,8 @@ needs(unmet).describe('KEDA and the HPA on a real control plane', () => {
     /** `count` due hunts `<prefix>-0…` (the operator script's SQL); `clear` tombstones them. */
     push(prefix: string, count: number): Promise<void>;
     clear(prefix: string, count: number): Promise<void>;
-    /** `points` gauge points of `value` for `service`, now. */
-    pressure(service: string, value: number, points?: number): Promise<void>;
+    /** Keeps `service`'s pressure at `value` (points every 3 s, the window is 60 s); `set` changes it, `stop` ends it. */
+    pump(service: string, value: number): { set(value: number): void; stop(): void };
     /** A hunt in the schedule that is not due (its watermark covers the latest fire). */
     scheduleNotDue(huntId: string): Promise<void>;
     /** `dfe-hunt-runner run-now <hunt>`, the real CLI, through the engine's front. */
@@ -125,19 +129,19 @@ needs(unmet).describe('KEDA and the HPA on a real control plane', () => {
         await new Promise((done) => setTimeout(done, 20));
         await client.command({ query: clearSql, query_params: { prefix, count } });
       },
-      pressure: (service, value, points = 5) => {
-        const now = BigInt(Date.now()) * 1_000_000n;
-        return insertGaugePoints(
-          client,
-          database,
-          Array.from({ length: points }, (_, i) => ({
-            serviceName: service,
-            metricName: PRESSURE_METRIC,
-            value,
-            timeUnixNs: now + BigInt(i),
-            resourceAttributes: { 'service.name': service, 'service.instance.id': `${service}-pod` },
-          })),
-        );
+      pump(service, value) {
+        let current = value;
+        const push = () => void insertGaugePoints(client, database, [gaugePoint(service, current)]).catch(() => undefined);
+        push();
+        const timer = setInterval(push, 3_000);
+        cleanups.push(async () => clearInterval(timer));
+        return {
+          set: (next) => {
+            current = next;
+            push();
+          },
+          stop: () => clearInterval(timer),
+        };
       },
       scheduleNotDue: async (huntId) => {
         const db = quoteDatabase(database);
@@ -244,18 +248,20 @@ spec:
 
       const pressure = (async () => {
         await waitForCondition(cp, `/apis/keda.sh/v1alpha1/namespaces/${ns}/scaledobjects/app-pressure`, 'Ready');
-        await s.pressure('app-pressure', 100);
-        await s.pressure('app-cpu', 100);
+        const appPressure = s.pump('app-pressure', 100);
+        const appCpu = s.pump('app-cpu', 100);
         figures['pressure 100 (target 50): 1 → 6, ms'] = await waitForReplicas(cp, ns, 'app-pressure', 6);
-        // CPU has no metrics here (no kubelet, no metrics API): an invalid metric, yet pressure scaled it out.
+        // CPU has no metrics here (no metrics API): an invalid metric, yet pressure scaled it out.
         await waitForReplicas(cp, ns, 'app-cpu', 6);
-        await s.pressure('app-pressure', 10, 50);
-        await s.pressure('app-cpu', 10, 50);
+        appPressure.set(10);
+        appCpu.set(10);
         // The 100s leave the 60 s window; the average falls under the target: scale-in to 1.
         await waitForReplicas(cp, ns, 'app-pressure', 1, 180_000);
         // Beside an invalid CPU metric, the HPA does not scale down: app-cpu stays at 6.
         figures['pressure 10 with an invalid CPU metric beside it (app-cpu), replicas seen'] = await replicas(cp, ns, 'app-cpu');
         expect(await replicas(cp, ns, 'app-cpu')).toBe(6);
+        appPressure.stop();
+        appCpu.stop();
       })();
       await backlogStory(s, ns, runner, 'metrics-api', expect);
       await pressure;
@@ -290,7 +296,8 @@ spec:
         { name: 'bare-zero', via: 'bare', min: 0, triggers: [metricsApi('backlog', bareZero.url, 'AverageValue', 2)] },
       ];
       await s.push('due', 6);
-      await s.pressure('svc', 50);
+      // At the target: the Value trigger keeps the count it starts with (3).
+      const svc = s.pump('svc', 50);
       for (const subject of subjects) {
         await applyAll([
           deployment(ns, subject.name, subject.start ?? 1),
@@ -313,7 +320,7 @@ spec:
 
       // Fresh values ready before ClickHouse comes back: 10 due (→ 5), pressure 100 (→ out).
       await s.push('more', 4);
-      await s.pressure('svc', 100);
+      svc.set(100);
       await s.front.set('up');
       const after = await Promise.all(
         subjects.map(async (subject) => [subject.name, await waitForReplicas(cp, ns, subject.name, subject.name === 'shim-pressure' ? 10 : 5, 180_000)] as const),
@@ -371,6 +378,16 @@ spec:
     });
   });
 });
+
+function gaugePoint(service: string, value: number) {
+  return {
+    serviceName: service,
+    metricName: PRESSURE_METRIC,
+    value,
+    timeUnixNs: BigInt(Date.now()) * 1_000_000n,
+    resourceAttributes: { 'service.name': service, 'service.instance.id': `${service}-pod` },
+  };
+}
 
 /** A child process to completion, without blocking this process (the engine front answers from here). */
 function run(command: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
