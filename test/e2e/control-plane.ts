@@ -131,6 +131,8 @@ interface Daemon {
   readonly name: string;
   readonly child: ChildProcess;
   readonly exited: Promise<void>;
+  /** How it ended (exit code, signal or spawn error), while it runs undefined. */
+  gone(): string | undefined;
 }
 
 /** Everything the helper started in this process, for the exit hook. */
@@ -212,8 +214,8 @@ function daemonEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 
-/** Polls `check` until it returns true; throws with `what` and `diagnose()` after `timeoutMs`. */
-async function until(what: string, check: () => Promise<boolean>, timeoutMs: number, diagnose: () => string): Promise<void> {
+/** Polls `check` until it returns true; throws with `what` and `diagnose()` after `timeoutMs`, or at once when `gone()` says the daemon exited. */
+async function until(what: string, check: () => Promise<boolean>, timeoutMs: number, diagnose: () => string, gone: () => string | undefined = () => undefined): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
@@ -221,6 +223,8 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs: num
     } catch {
       // not yet
     }
+    const exit = gone();
+    if (exit !== undefined) throw new Error(`control plane: ${what} ${exit}\n${diagnose()}`);
     if (Date.now() > deadline) throw new Error(`control plane: ${what} not ready after ${timeoutMs} ms\n${diagnose()}`);
     await sleep(200);
   }
@@ -261,17 +265,20 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     const child = spawn(binary, [...args], { env, cwd: dir, detached: true, stdio: ['ignore', out, out] });
     closeSync(out);
     live.add(child);
+    let ended: string | undefined;
     const exited = new Promise<void>((done) => {
-      child.once('exit', () => {
+      child.once('exit', (code, signal) => {
+        ended = `exited (${code ?? signal})`;
         live.delete(child);
         done();
       });
-      child.once('error', () => {
+      child.once('error', (err) => {
+        ended = `could not start: ${err.message}`;
         live.delete(child);
         done();
       });
     });
-    const daemon = { name, child, exited };
+    const daemon = { name, child, exited, gone: () => ended };
     daemons.push(daemon);
     return daemon;
   };
@@ -330,7 +337,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     };
 
     // --- etcd ------------------------------------------------------------------------------
-    startDaemon('etcd', bin('etcd'), [
+    const etcd = startDaemon('etcd', bin('etcd'), [
       '--name', 'e2e',
       '--data-dir', at('etcd-data'),
       '--listen-client-urls', `http://127.0.0.1:${etcdPort}`,
@@ -341,10 +348,10 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       '--unsafe-no-fsync',
       '--log-level', 'warn',
     ]);
-    await until('etcd', async () => (await plainGet(`http://127.0.0.1:${etcdPort}/health`)).includes('"true"'), 30_000, diagnose('etcd'));
+    await until('etcd', async () => (await plainGet(`http://127.0.0.1:${etcdPort}/health`)).includes('"true"'), 30_000, diagnose('etcd'), etcd.gone);
 
     // --- kube-apiserver --------------------------------------------------------------------
-    startDaemon('kube-apiserver', bin('kube-apiserver'), [
+    const apiserver = startDaemon('kube-apiserver', bin('kube-apiserver'), [
       `--etcd-servers=http://127.0.0.1:${etcdPort}`,
       '--bind-address=127.0.0.1',
       `--secure-port=${apiPort}`,
@@ -369,10 +376,10 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       '--enable-priority-and-fairness=false',
       '--v=0',
     ]);
-    await until('kube-apiserver', async () => (await api('GET', '/readyz')).status === 200, 90_000, diagnose('kube-apiserver'));
+    await until('kube-apiserver', async () => (await api('GET', '/readyz')).status === 200, 90_000, diagnose('kube-apiserver'), apiserver.gone);
 
     // --- kube-controller-manager -----------------------------------------------------------
-    startDaemon('kube-controller-manager', bin('kube-controller-manager'), [
+    const kcm = startDaemon('kube-controller-manager', bin('kube-controller-manager'), [
       `--kubeconfig=${kubeconfig}`,
       `--authentication-kubeconfig=${kubeconfig}`,
       `--authorization-kubeconfig=${kubeconfig}`,
@@ -387,7 +394,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       '--horizontal-pod-autoscaler-downscale-stabilization=0s',
       '--v=0',
     ]);
-    await until('kube-controller-manager', async () => (await insecureGet(`https://127.0.0.1:${kcmPort}/healthz`)) === 'ok', 60_000, diagnose('kube-controller-manager'));
+    await until('kube-controller-manager', async () => (await insecureGet(`https://127.0.0.1:${kcmPort}/healthz`)) === 'ok', 60_000, diagnose('kube-controller-manager'), kcm.gone);
 
     // --- KEDA: CRDs, namespace, the aggregation path, operator, metrics apiserver ------------
     const crdFiles = readdirSync(KEDA_CRDS).filter((f) => f.endsWith('.yaml')).map((f) => join(KEDA_CRDS, f));
@@ -414,7 +421,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       },
     });
     const kedaEnv = daemonEnv({ KUBECONFIG: kubeconfig, POD_NAMESPACE: 'keda', KEDA_CLUSTER_OBJECT_NAMESPACE: 'keda', WATCH_NAMESPACE: '' });
-    startDaemon(
+    const operator = startDaemon(
       'keda-operator',
       bin('keda-operator'),
       [
@@ -429,8 +436,8 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       ],
       kedaEnv,
     );
-    await until('keda-operator', async () => (await plainGet(`http://127.0.0.1:${kedaProbePort}/readyz`)) === 'ok', 90_000, diagnose('keda-operator'));
-    startDaemon(
+    await until('keda-operator', async () => (await plainGet(`http://127.0.0.1:${kedaProbePort}/readyz`)) === 'ok', 90_000, diagnose('keda-operator'), operator.gone);
+    const adapter = startDaemon(
       'keda-adapter',
       bin('keda-adapter'),
       [
@@ -454,6 +461,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       async () => (await api('GET', '/apis/external.metrics.k8s.io/v1beta1')).status === 200,
       120_000,
       () => `${diagnose('keda-adapter')()}\n${diagnose('kube-apiserver')()}`,
+      () => adapter.gone() ?? operator.gone(),
     );
     // Pods are admitted once the namespace's default ServiceAccount exists (serviceaccount controller).
     await until('the default ServiceAccount', async () => (await api('GET', '/api/v1/namespaces/default/serviceaccounts/default')).status === 200, 30_000, diagnose('kube-controller-manager'));
