@@ -94,7 +94,7 @@ needs(unmet).describe('KEDA and the HPA on a real control plane', () => {
     pump(service: string, value: number): { set(value: number): void; stop(): void };
     /** A hunt in the schedule that is not due (its watermark covers the latest fire). */
     scheduleNotDue(huntId: string): Promise<void>;
-    /** `dfe-hunt-runner run-now <hunt>`, the real CLI, through the engine's front. */
+    /** `dfe-hunt-runner run-now <hunt>`, the real CLI, through this stack's front. */
     runNow(huntId: string): Promise<void>;
   }
 
@@ -155,7 +155,7 @@ needs(unmet).describe('KEDA and the HPA on a real control plane', () => {
         const out = await runNode([join(REPO, 'dist', 'src', 'cli', 'hunt-runner.js'), 'run-now', huntId], {
           PATH: process.env.PATH,
           LOG_LEVEL: 'warn',
-          DFE_CLICKHOUSE_URL: engine.url,
+          DFE_CLICKHOUSE_URL: front.url,
           DFE_CLICKHOUSE_DATA_DATABASE: database,
         });
         if (out.code !== 0) throw new Error(`dfe-hunt-runner run-now ${huntId}: ${out.stderr}${out.stdout}`);

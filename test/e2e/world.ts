@@ -55,15 +55,30 @@ export async function faultFront(target: string): Promise<FaultFront> {
       res.write('{"meta":[{"name":"value","type":"UInt64"}],"data":[[');
       return;
     }
-    const upstream = request(
-      { host: targetUrl.hostname, port: targetUrl.port, path: req.url, method: req.method, headers: req.headers },
-      (answer) => {
+    const url = new URL(req.url ?? '/', 'http://front');
+    const inUrl = url.searchParams.get('query');
+    const forward = (path: string, headers: import('node:http').IncomingHttpHeaders, body?: Buffer) => {
+      const upstream = request({ host: targetUrl.hostname, port: targetUrl.port, path, method: req.method, headers }, (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
-      },
-    );
-    upstream.on('error', () => res.destroy());
-    req.pipe(upstream);
+      });
+      upstream.on('error', () => res.destroy());
+      if (body === undefined) req.pipe(upstream);
+      else upstream.end(body);
+    };
+    if (inUrl === null) return forward(req.url ?? '/', req.headers);
+    // An INSERT sends its statement in the URL and its rows as the body; the engine front takes
+    // one statement from the body, so they travel as one: the statement, then its rows.
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      url.searchParams.delete('query');
+      const body = Buffer.concat([Buffer.from(`${inUrl}\n`), ...chunks]);
+      const headers = { ...req.headers, 'content-length': String(body.length) };
+      delete headers['transfer-encoding'];
+      delete headers['content-encoding'];
+      forward(`${url.pathname}${url.search}`, headers, body);
+    });
   };
   let server: Server | undefined;
   const listen = async () => {
