@@ -76,6 +76,7 @@ if ! all_cached; then
   }
 
   # --- Kubernetes and etcd -----------------------------------------------------------------
+  build_kubernetes() {
   k8s_src="$src/kubernetes-$KUBERNETES_VERSION-etcd-$ETCD_VERSION"
   if [ ! -s "$k8s_src/go.sum" ]; then
     say "preparing a scratch module for k8s.io/kubernetes@$KUBERNETES_VERSION and etcd $ETCD_VERSION"
@@ -123,7 +124,11 @@ EOF
     build kubectl "$k8s_src" k8s.io/kubernetes/cmd/kubectl "$k8s_ldflags"
   fi
 
+  return "$status"
+  }
+
   # --- KEDA --------------------------------------------------------------------------------
+  build_keda() {
   keda_src="$src/keda-$KEDA_VERSION"
   if [ ! -s "$keda_src/go.sum" ]; then
     say "preparing a scratch module for github.com/kedacore/keda/v2@$KEDA_VERSION"
@@ -163,6 +168,18 @@ EOF
     build keda-adapter "$keda_src" github.com/kedacore/keda/v2/cmd/adapter "$keda_ldflags"
     build keda-operator "$keda_src" github.com/kedacore/keda/v2/cmd/operator "$keda_ldflags"
   fi
+  return "$status"
+  }
+
+  # Both at once: on a shared machine two builds get more of the CPU than one, and on an idle
+  # one they cost little more than one after the other (each go build uses every core anyway).
+  (build_kubernetes 2>&1 | sed -u "s/^/[kubernetes] /") &
+  kubernetes_pid=$!
+  (build_keda 2>&1 | sed -u "s/^/[keda] /") &
+  keda_pid=$!
+  wait "$kubernetes_pid" || status=1
+  wait "$keda_pid" || status=1
+
   # KEDA's CRDs, from the same module.
   keda_mod=$(module_dir "github.com/kedacore/keda/v2@$KEDA_VERSION")
   if [ -d "$keda_mod/config/crd/bases" ]; then

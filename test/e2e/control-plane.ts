@@ -29,7 +29,7 @@ export const CONTROL_PLANE_BIN = process.env.DFE_CONTROL_PLANE_BIN ?? join(REPO,
 const KEDA_CRDS = join(CONTROL_PLANE_BIN, '..', 'keda-crds');
 const BINARIES = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kubectl', 'keda-operator', 'keda-adapter'] as const;
 type Binary = (typeof BINARIES)[number];
-const INSTALL_HINT = 'run `bash .ci/install-control-plane.sh` (builds Kubernetes, etcd and KEDA from the Go module proxy, ~25 min cold)';
+const INSTALL_HINT = 'run `bash .ci/install-control-plane.sh` (builds Kubernetes, etcd and KEDA from the Go module proxy, 25–50 min cold on 2 cores)';
 
 /** Why the control plane cannot start here (what is missing, how to get it), or undefined. */
 export function controlPlaneMissing(): string | undefined {
