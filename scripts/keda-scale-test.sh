@@ -224,11 +224,15 @@ conditions() { # KIND NAME: one "Type=Status (Reason): message" per line
     -o jsonpath='{range .status.conditions[*]}{.type}={.status} ({.reason}): {.message}{"\n"}{end}' 2>/dev/null || true
 }
 
-# What the shim answers right now, through the API server's service proxy (diagnosis only).
+# What the shim answers right now, through the API server's service proxy; when that fails
+# (a shim outside the cluster, SHIM_URL pointing at it), from SHIM_URL directly.
 shim_answer() {
-  local route
+  local route answer
   if [ "$1" = pressure ]; then route="keda/pressure?service=${PRESSURE_SERVICE}&hold=${PRESSURE_TARGET}"; else route="keda/hunt-backlog"; fi
-  kubectl get --raw "/api/v1/namespaces/${SHIM_NAMESPACE}/services/http:${SHIM_SERVICE}:${SHIM_PORT}/proxy/${route}" 2>&1 | head -c 300 || true
+  if ! answer=$(kubectl get --raw "/api/v1/namespaces/${SHIM_NAMESPACE}/services/http:${SHIM_SERVICE}:${SHIM_PORT}/proxy/${route}" 2>&1); then
+    answer=$(curl -sS --max-time 5 "${SHIM_URL}/${route}" 2>&1) || true
+  fi
+  printf '%s' "$answer" | head -c 300 || true
 }
 
 hpa_metric() {
