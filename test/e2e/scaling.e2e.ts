@@ -17,7 +17,7 @@ import { dueCountSql } from '../../src/coordination/due-sql.js';
 import { applySchema } from '../../src/coordination/topology.js';
 import { createOtelGaugeTable, insertGaugePoints } from '../../src/pressure/otel-table.js';
 import { PRESSURE_METRIC } from '../../src/pressure/rule.js';
-import { startEngineFront, type EngineFront } from '../chaos/engine-front.js';
+import { startEngineFront, type EngineFront } from '../../src/clickhouse/http-front.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { needs } from '../helpers/requirement.js';
 import { runNode } from '../helpers/run-process.js';

@@ -10,7 +10,7 @@ import type { ControlPlane, KubeObject } from './control-plane.js';
 
 /**
  * What the e2e scenarios run besides the control plane: the ClickHouse the shim reads (the
- * embedded engine behind test/chaos/engine-front.ts, reached through a fault front per shim so
+ * embedded engine behind src/clickhouse/http-front.ts, reached through a fault front per shim so
  * one scenario's outage stays its own), the shim as a host process (the compiled CLI), a bare
  * endpoint (what a user without the shim points KEDA at), and the objects KEDA scales.
  */
