@@ -1,20 +1,11 @@
 import { loadConfig } from '../src/config/load.js';
 import type { HuntLoad, PlannerSettings } from '../src/smoothing/model.js';
+import { seededRandom } from '../src/runner/nemesis/plan.js';
 
 /**
  * Synthetic rate-hunt fleets for the smoothing bench: periods 300/900/3600 s, log-normal
- * costs from a seeded PRNG (mulberry32), so every run plans the same fleet.
+ * costs from a seeded PRNG (the nemesis plan's mulberry32), so every run plans the same fleet.
  */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function logNormal(random: () => number, median: number, sigma: number): number {
   const u = Math.max(random(), Number.MIN_VALUE);
@@ -32,7 +23,7 @@ export interface FleetHunt {
 
 /** Duration median 8 s, CPU ≈ duration × one core × log-normal, memory median 256 MiB (σ 1). */
 export function syntheticFleet(size: number, seed = 11): FleetHunt[] {
-  const random = mulberry32(seed);
+  const random = seededRandom(seed);
   return Array.from({ length: size }, (_, i) => {
     const durationMs = Math.round(logNormal(random, 8_000, 1));
     return {

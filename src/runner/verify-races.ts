@@ -2,13 +2,12 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { openClickHouse, type ClickHouseHandle } from '../clickhouse/client.js';
 import type { AppConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
-import type { ClaimMode } from '../coordination/claims/protocol.js';
 import type { ResolvedTopology } from '../coordination/tables.js';
 import { startRunner, type RunnerHandle } from './start.js';
 import type { RunnerEvents } from './fire.js';
 import { injectFaults, type InjectedFault } from './nemesis/inject.js';
 import { planFaults, type FaultKind } from './nemesis/plan.js';
-import { startProcessRace } from './nemesis/process-race.js';
+import { startProcessRace, type ProcessRaceOptions } from './nemesis/process-race.js';
 
 /**
  * The two ways `verify-coordination` races its runners (docs/operations.md#verify-coordination):
@@ -24,13 +23,7 @@ export interface Race {
   stop(): Promise<void>;
 }
 
-export interface ProcessesOptions {
-  readonly config: AppConfig;
-  readonly handle: ClickHouseHandle;
-  readonly claims: ClaimMode;
-  readonly runners: number;
-  readonly entry: string;
-  readonly progress: (line: string) => void;
+export interface ProcessesOptions extends ProcessRaceOptions {
   readonly seconds: number;
   readonly kinds: readonly FaultKind[];
   readonly seed: number;
@@ -38,7 +31,7 @@ export interface ProcessesOptions {
 
 /** The runners as processes, and the nemesis' faults on them from `startedMs` on. */
 export async function startProcesses(o: ProcessesOptions): Promise<Race> {
-  const race = await startProcessRace({ config: o.config, handle: o.handle, claims: o.claims, runners: o.runners, entry: o.entry, progress: o.progress });
+  const race = await startProcessRace(o);
   if (o.kinds.length > 0) o.progress(`nemesis: ${o.kinds.join(',')}, seed ${o.seed} (--seed ${o.seed} repeats this plan)`);
   const startedMs = Date.now();
   const plan = planFaults({ seed: o.seed, kinds: o.kinds, runMs: o.seconds * 1000, leaseSeconds: o.config.runner.leaseSeconds });
@@ -48,8 +41,9 @@ export async function startProcesses(o: ProcessesOptions): Promise<Race> {
       ? async (ms: number) => {
           const seconds = Math.max(1, Math.round(ms / 1000));
           await o.handle.client.query({
-            query: `SELECT count() FROM numbers_mt(1000000000000) WHERE NOT ignore(cityHash64(number)) SETTINGS max_execution_time = ${seconds}, timeout_overflow_mode = 'break'`,
+            query: 'SELECT count() FROM numbers_mt(1000000000000) WHERE NOT ignore(cityHash64(number))',
             format: 'JSONEachRow',
+            clickhouse_settings: { max_execution_time: seconds, timeout_overflow_mode: 'break' },
           }).then((rs) => rs.json());
         }
       : undefined;
