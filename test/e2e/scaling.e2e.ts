@@ -22,6 +22,7 @@ import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { needs } from '../helpers/requirement.js';
 import { runNode } from '../helpers/run-process.js';
 import { CHART, REPO, missing, tools } from '../helpers/tools.js';
+import { applyStrict, kedaFieldObjects, refusal, waitForHpa, waitForScaledObjectCondition } from './keda-fields.js';
 import { CONTROL_PLANE_BIN, controlPlaneMissing, startControlPlane, type ControlPlane, type KubeObject } from './control-plane.js';
 import {
   bareEndpoint,
@@ -354,6 +355,51 @@ spec:
       expect(await watching).toEqual([4, 2]);
       const metrics = await (await fetch(`${s.shim.url}/metrics`)).text();
       expect(metrics).toMatch(/catalogue_reloads_total\{[^}]*result="applied"[^}]*\} [1-9]/);
+    });
+
+    it("issue 28's KEDA 2.17–2.20 fields, every one on: the apiserver accepts the chart's ScaledObjects (strict schema), KEDA pauses on the annotations and makes the formula's HPA; invalid objects are refused", async ({ expect }) => {
+      const ns = 'keda-fields';
+      await namespace(ns);
+      const { runner, runnerLive, app } = kedaFieldObjects(ns);
+      const target = runner.spec.scaleTargetRef.name as string;
+      // Accepted as rendered, every field known to KEDA 2.20's CRD (an unknown one would fail --validate=strict).
+      const accepted = applyStrict(cp, [runner, app], true);
+      expect(accepted).toContain(`scaledobject.keda.sh/${runner.metadata.name} serverside-applied (server dry run)`);
+      expect(accepted).toContain('scaledobject.keda.sh/dfe-loader serverside-applied (server dry run)');
+
+      // For real: the pause annotations hold the target at paused-replicas; KEDA says Paused.
+      await applyAll([deployment(ns, target, 1), deployment(ns, 'dfe-loader', 1)]);
+      applyStrict(cp, [runner]);
+      await waitForScaledObjectCondition(cp, ns, runner.metadata.name, 'Paused', 'True');
+      await waitForReplicas(cp, ns, target, 2);
+      // Unpaused: KEDA makes its HPA under horizontalPodAutoscalerConfig.name, one composite metric for the formula, the behavior as set.
+      applyStrict(cp, [runnerLive]);
+      const runnerHpa = await waitForHpa(cp, ns, 'dfe-runner-hpa');
+      expect(runnerHpa.spec.metrics).toEqual([
+        expect.objectContaining({ type: 'External', external: expect.objectContaining({ metric: expect.objectContaining({ name: 'composite-metric' }), target: { type: 'AverageValue', averageValue: '10' } }) }),
+      ]);
+      expect(runnerHpa.spec.behavior?.scaleDown?.stabilizationWindowSeconds).toBe(600);
+      // The app: its formula's composite metric, the template's CPU trigger kept beside it.
+      applyStrict(cp, [app]);
+      const appHpa = await waitForHpa(cp, ns, 'keda-hpa-dfe-loader');
+      expect(appHpa.spec.metrics?.map((m) => m.external?.metric.name ?? `resource:${m.resource?.name ?? ''}`).sort()).toEqual(['composite-metric', 'resource:cpu']);
+      expect(appHpa.spec.metrics?.find((m) => m.type === 'External')?.external?.target).toEqual({ type: 'Value', value: '70' });
+
+      // The check can fail. The apiserver refuses a field the CRD does not know, and the CRD's own rule (min ≤ max):
+      expect(refusal(cp, [{ ...app, spec: { ...app.spec, advanced: { ...app.spec.advanced, scalingModifier: { formula: 'pressure' } } } }])).toMatch(/\.spec\.advanced\.scalingModifier: field not declared in schema/);
+      expect(refusal(cp, [{ ...app, spec: { ...app.spec, minReplicaCount: 11 } }])).toContain('minReplicaCount must be less than or equal to maxReplicaCount');
+      // A ScaledObject name over 63 characters: KEDA's check is in its admission webhook, which this
+      // lane does not run, so the apiserver stores it; KEDA's operator then cannot reconcile it.
+      const long = { ...runnerLive, metadata: { ...runnerLive.metadata, name: 'r'.repeat(64) } };
+      applyStrict(cp, [long]);
+      const refused = await waitForScaledObjectCondition(cp, ns, long.metadata.name, 'Ready', 'False');
+      expect(refused.message).toMatch(/failed to update ScaledObject with scaledObjectName label: .* must be no more than 63/);
+      // A formula naming the CPU trigger (KEDA keeps cpu and memory out of formulas): the operator refuses it too.
+      const cpuFormula = { ...app, metadata: { ...app.metadata, name: 'cpu-formula' }, spec: { ...app.spec, scaleTargetRef: { name: 'dfe-loader-2' }, advanced: { scalingModifiers: { ...app.spec.advanced.scalingModifiers, formula: 'max(pressure, cpu_load)' } } } };
+      await applyAll([deployment(ns, 'dfe-loader-2', 1)]);
+      applyStrict(cp, [cpuFormula]);
+      const formulaRefused = await waitForScaledObjectCondition(cp, ns, 'cpu-formula', 'Ready', 'False');
+      expect(formulaRefused.message).toMatch(/error validating formula in ScalingModifiers\s+unknown name cpu_load/);
     });
 
     it('scripts/keda-scale-test.sh, the operator\'s proof, reports PASS for both paths on this control plane', async ({ expect }) => {
