@@ -1,13 +1,17 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
+import { readControlPlaneRecord, renderControlPlaneSection, type ControlPlaneRecord } from './control-plane-doc.js';
 import { formatLine, summary, type BenchLine } from './report.js';
 
 /**
  * What a full `npm run bench` writes: docs/performance.md (the lines and how each is measured),
  * docs/performance.json (the same lines as data) and the README's performance table, between
  * its bench-table markers. test/bench/docs.test.ts checks the three agree, so no figure in
- * them is typed by hand.
+ * them is typed by hand. docs/performance.md also holds the e2e lane's figures
+ * (docs/control-plane.json, bench/control-plane-doc.ts), read from that file whenever the page
+ * is rendered. To render the page and the table again from the two JSON files without running
+ * the bench (after either changed): `npm run docs:performance` (bench/render-docs.ts).
  */
 export interface RunContext {
   readonly target: string;
@@ -72,13 +76,19 @@ export function writePerformanceDocs(root: string, lines: readonly BenchLine[], 
     target: context.target,
     lines,
   };
-  const md = join(root, 'docs', 'performance.md');
   const json = join(root, 'docs', 'performance.json');
-  const readme = join(root, 'README.md');
-  writeFileSync(md, renderPerformanceDoc(record));
   writeFileSync(json, `${JSON.stringify(record, null, 2)}\n`);
+  return [json, ...renderPerformanceDocs(root)];
+}
+
+/** Writes docs/performance.md and the README table from docs/performance.json and docs/control-plane.json under `root`; returns the paths. */
+export function renderPerformanceDocs(root: string): string[] {
+  const record = JSON.parse(readFileSync(join(root, 'docs', 'performance.json'), 'utf8')) as PerformanceRecord;
+  const md = join(root, 'docs', 'performance.md');
+  const readme = join(root, 'README.md');
+  writeFileSync(md, renderPerformanceDoc(record, readControlPlaneRecord(root)));
   writeFileSync(readme, withReadmeTable(readFileSync(readme, 'utf8'), record));
-  return [md, json, readme];
+  return [md, readme];
 }
 
 /** The code block of docs/performance.md: every line and the summary. */
@@ -86,8 +96,12 @@ export function performanceBlock(lines: readonly BenchLine[]): string {
   return `${lines.map(formatLine).join('\n')}\n${summary(lines)}`;
 }
 
-/** docs/performance.md: the run's figures, with the command that produced them and how each is measured. */
-export function renderPerformanceDoc(record: PerformanceRecord): string {
+/** docs/performance.md: the run's figures, with the command that produced them and how each is measured; then the e2e lane's, when there are some. */
+export function renderPerformanceDoc(record: PerformanceRecord, controlPlane?: ControlPlaneRecord): string {
+  return controlPlane === undefined ? benchPage(record) : `${benchPage(record)}\n${renderControlPlaneSection(controlPlane)}`;
+}
+
+function benchPage(record: PerformanceRecord): string {
   return `# Performance
 
 Figures of the last \`npm run bench\` (bench/run.ts), each with the baseline measured in the

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { parseControlPlaneRecord, readControlPlaneRecord, renderControlPlaneSection } from '../../bench/control-plane-doc.js';
 import { README_TABLE_END, README_TABLE_START, readmeTable, renderPerformanceDoc, withReadmeTable, type PerformanceRecord } from '../../bench/docs.js';
 import { chartShimMemoryRequest } from '../../bench/pod-bench.js';
 import { formatLine, formatSpread, runPassed, spread, type BenchLine } from '../../bench/report.js';
@@ -8,13 +9,16 @@ import { REPO } from '../helpers/tools.js';
 
 /**
  * The bench's figures reach the docs only through a full run: docs/performance.md and the
- * README's table are renderings of docs/performance.json, never typed by hand.
+ * README's table are renderings of docs/performance.json, never typed by hand; the page's
+ * "On a real control plane" section renders docs/control-plane.json, the e2e lane's figures.
+ * When a check here fails after either JSON file changed: `npm run docs:performance`.
  */
 const record = JSON.parse(readFileSync(join(REPO, 'docs', 'performance.json'), 'utf8')) as PerformanceRecord;
+const controlPlane = readControlPlaneRecord(REPO);
 
 describe('the last full run in the docs', () => {
-  it('docs/performance.md is docs/performance.json rendered', () => {
-    expect(readFileSync(join(REPO, 'docs', 'performance.md'), 'utf8')).toBe(renderPerformanceDoc(record));
+  it('docs/performance.md is docs/performance.json and docs/control-plane.json rendered (else: npm run docs:performance)', () => {
+    expect(readFileSync(join(REPO, 'docs', 'performance.md'), 'utf8')).toBe(renderPerformanceDoc(record, controlPlane));
   });
 
   it("the README's performance table is docs/performance.json rendered", () => {
@@ -36,6 +40,33 @@ describe('the last full run in the docs', () => {
 const figure = (outcome: 'met' | 'NOT met' | 'n/a', extra: Partial<BenchLine> = {}): BenchLine => ({
   kind: 'figure', name: `f ${outcome}`, measured: 'x | y', baseline: 'b', goal: 'g', outcome, ...extra,
 } as BenchLine);
+
+describe("the e2e lane's figures (docs/control-plane.json)", () => {
+  it('are committed, and their section states the versions, the HPA sync period, the polling interval and every figure', () => {
+    expect(controlPlane).toBeDefined();
+    const r = controlPlane!;
+    const section = renderControlPlaneSection(r);
+    const md = readFileSync(join(REPO, 'docs', 'performance.md'), 'utf8');
+    expect(md).toContain('\n## On a real control plane\n');
+    expect(md.endsWith(section)).toBe(true);
+    expect(section).toContain(`Kubernetes ${r.versions.kubernetes}, etcd ${r.versions.etcd}, KEDA ${r.versions.keda}`);
+    expect(section).toContain(`HPA sync period ${r.hpaSyncSeconds} s`);
+    expect(section).toContain(`\`pollingInterval\` ${r.pollingIntervalSeconds} s`);
+    expect(section).toContain(`load average at start ${r.loadAverage.atStart.toFixed(1)}`);
+    const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+    expect(section).toContain(`| value change: 5 → 9 due, 3 → 5 replicas | ${s(r.metricsApi.valueChangeMs)} | ${s(r.externalPush.valueChangeMs)} |`);
+    expect(section).toContain(`| \`run-now\` at 0 replicas → 1 (from the CLI's return) | ${s(r.metricsApi.runNowMs)} | ${s(r.externalPush.runNowMs)} |`);
+    expect(section).toContain(`up in ${s(r.startMs)}`);
+    expect(section).toContain(`${r.rssMiB.atStart} MiB at start`);
+  });
+
+  it('a page without them has no such section; a bad record is an error naming the file and the key', () => {
+    expect(renderPerformanceDoc(record)).not.toContain('On a real control plane');
+    const bad = JSON.stringify({ ...controlPlane, hpaSyncSeconds: 'two' });
+    expect(() => parseControlPlaneRecord(bad, 'docs/control-plane.json')).toThrow(/^docs\/control-plane\.json: key "hpaSyncSeconds": /);
+    expect(() => parseControlPlaneRecord('{', 'docs/control-plane.json')).toThrow(/^docs\/control-plane\.json: not JSON/);
+  });
+});
 
 describe('the verdict', () => {
   it('passes only when every goal is met and nothing was skipped', () => {

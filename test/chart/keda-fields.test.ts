@@ -3,45 +3,18 @@
  * in the pressure trigger template, rendered by the real helm and validated by kubeconform
  * -strict against KEDA 2.20's CRDs (test/chart/crds). Their defaults keep today's output.
  */
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { KEDA_DEFAULT_HTTP_TIMEOUT_MS } from '../../src/catalogue/definition.js';
 import { QUERY_DEFAULTS } from '../../src/catalogue/types.js';
 import { CHART, byKind, helmTemplate, kubeconform, missing, prepareSchemas, type Manifest } from '../helpers/tools.js';
 import { needs } from '../helpers/requirement.js';
+import { ALL_ON, KEDA_FIELDS_CLICKHOUSE, PRESSURE_ALL_ON, PRESSURE_SHIM_ADDRESS, pressureAppChart, type PressureAppChart } from '../helpers/keda-fields.js';
 
-const CH = { clickhouse: { url: 'https://clickhouse.example:8443', existingSecret: 'ch-password' } };
+const CH = KEDA_FIELDS_CLICKHOUSE;
 const skip = missing('helm');
 const skipValidation = skip ?? missing('kubeconform', 'openApiSpec', 'crdsDir');
-
-/** Every new field on at once. */
-const ALL_ON = {
-  ...CH,
-  kedaShim: { queryOverride: { backlog: { deadline_ms: 2500 } } },
-  huntRunner: {
-    autoscaling: {
-      enabled: true,
-      minReplicaCount: 1,
-      triggerName: 'backlog',
-      initialCooldownPeriod: 120,
-      idleReplicaCount: 0,
-      paused: true,
-      pausedReplicas: 2,
-      pausedScaleIn: true,
-      pausedScaleOut: true,
-      fallback: { enabled: true, behavior: 'scalingModifiers' },
-      advanced: {
-        horizontalPodAutoscalerConfig: {
-          name: 'dfe-runner-hpa',
-          behavior: { scaleDown: { stabilizationWindowSeconds: 600, policies: [{ type: 'Pods', value: 1, periodSeconds: 60 }] } },
-        },
-        scalingModifiers: { formula: 'min(backlog, 40)', target: '10', activationTarget: '1', metricType: 'AverageValue' },
-      },
-    },
-  },
-};
 
 const scaledObject = (values: object): Manifest => {
   const found = byKind(helmTemplate(values).manifests, 'ScaledObject');
@@ -135,41 +108,17 @@ needs(skip).describe("the runner's ScaledObject", () => {
 });
 
 needs(skip).describe('the pressure trigger template', () => {
-  let appChart = '';
+  let app: PressureAppChart;
   beforeAll(() => {
-    appChart = mkdtempSync(join(tmpdir(), 'dfe-keda-fields-app-'));
-    writeFileSync(join(appChart, 'Chart.yaml'), 'apiVersion: v2\nname: app\nversion: 0.1.0\n');
-    writeFileSync(join(appChart, 'values.yaml'), 'dfe-keda-shim:\n  kedaShim: {enabled: false}\n  huntRunner: {enabled: false}\n');
-    mkdirSync(join(appChart, 'templates'));
-    writeFileSync(
-      join(appChart, 'templates', 'scaledobject.yaml'),
-      `apiVersion: keda.sh/v1alpha1
-kind: ScaledObject
-metadata:
-  name: dfe-loader
-spec:
-  scaleTargetRef:
-    name: dfe-loader
-  minReplicaCount: 1
-  maxReplicaCount: 10
-  advanced:
-    scalingModifiers:
-      formula: "max(pressure, cpu_load)"
-      target: "70"
-      metricType: Value
-  triggers:
-    {{- include "dfe-keda-shim.pressureTriggers" .Values.pressure | nindent 4 }}
-`,
-    );
-    cpSync(CHART, join(appChart, 'charts', 'dfe-keda-shim'), { recursive: true });
+    app = pressureAppChart();
   });
-  afterAll(() => rmSync(appChart, { recursive: true, force: true }));
+  afterAll(() => app.remove());
 
-  const shimAddress = 'http://dfe-keda-shim-shim.dfe.svc.cluster.local:8080';
-  const triggers = (pressure: object) => helmTemplate({ pressure: { service: 'dfe-loader', shimAddress, ...pressure } }, appChart).manifests[0]!.spec.triggers;
+  const shimAddress = PRESSURE_SHIM_ADDRESS;
+  const triggers = (pressure: object) => helmTemplate({ pressure: { service: 'dfe-loader', shimAddress, ...pressure } }, app.dir).manifests[0]!.spec.triggers;
 
   it('names the triggers for a formula and derives the timeout from the pressure deadline_ms', () => {
-    const [cpu, pressure] = triggers({ name: 'pressure', cpuName: 'cpu_load', deadlineMs: 2600 });
+    const [cpu, pressure] = triggers(PRESSURE_ALL_ON);
     expect({ cpu: cpu.name, pressure: pressure.name, timeout: pressure.metadata.timeout }).toEqual({ cpu: 'cpu_load', pressure: 'pressure', timeout: '3600' });
     expect(triggers({ timeoutMs: 4000 })[1].metadata.timeout).toBe('4000');
   });
@@ -180,16 +129,16 @@ spec:
   });
 
   it('refuses a timeout KEDA would give up before the shim answers, and a name over 63 characters', () => {
-    expect(renderError({ pressure: { service: 'dfe-loader', shimAddress, deadlineMs: 2500, timeoutMs: 2500 } }, appChart)).toContain(
+    expect(renderError({ pressure: { service: 'dfe-loader', shimAddress, deadlineMs: 2500, timeoutMs: 2500 } }, app.dir)).toContain(
       "dfe-keda-shim.pressureTriggers: the trigger timeout 2500 ms must exceed the query's deadline_ms 2500",
     );
-    expect(renderError({ pressure: { service: 'dfe-loader', shimAddress, name: 'p'.repeat(64) } }, appChart)).toContain(
+    expect(renderError({ pressure: { service: 'dfe-loader', shimAddress, name: 'p'.repeat(64) } }, app.dir)).toContain(
       'dfe-keda-shim.pressureTriggers: name "' + 'p'.repeat(64) + '" is 64 characters; KEDA and Kubernetes take at most 63',
     );
   });
 
   needs(skipValidation).it("the app's ScaledObject with named triggers, a formula and a timeout validates against KEDA 2.20's CRD", () => {
-    const { yaml } = helmTemplate({ pressure: { service: 'dfe-loader', shimAddress, name: 'pressure', cpuName: 'cpu_load', deadlineMs: 2600 } }, appChart);
+    const { yaml } = helmTemplate({ pressure: PRESSURE_ALL_ON }, app.dir);
     const result = kubeconform(prepareSchemas(), yaml);
     expect(result.resources.filter((r) => r.status !== 'statusValid'), result.raw).toEqual([]);
     expect(result.resources).toHaveLength(1);

@@ -10,6 +10,7 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { quoteDatabase } from '../../src/clickhouse/identifiers.js';
@@ -22,6 +23,8 @@ import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { needs } from '../helpers/requirement.js';
 import { runNode } from '../helpers/run-process.js';
 import { CHART, REPO, missing, tools } from '../helpers/tools.js';
+import { FIGURE, controlPlaneRecord, kubernetesVersion, writeControlPlaneRecord, writeFiguresRequested, type TriggerKind } from './figures.js';
+import { applyStrict, kedaFieldObjects, refusal, waitForHpa, waitForScaledObjectCondition } from './keda-fields.js';
 import { CONTROL_PLANE_BIN, controlPlaneMissing, startControlPlane, type ControlPlane, type KubeObject } from './control-plane.js';
 import {
   bareEndpoint,
@@ -41,6 +44,9 @@ import {
 
 /** The HPA controller's sync period here (stated with every figure). */
 const HPA_SYNC_SECONDS = 2;
+/** The chart's ScaledObjects' pollingInterval, and the shims' StreamIsActive check interval (the product's default). */
+const POLLING_INTERVAL_SECONDS = 2;
+const GRPC_CHECK_MS = 1_000;
 /** The ClickHouse outage: each fault in turn, 180 s in all (the promise is for outages of minutes). */
 const OUTAGE: readonly { mode: FaultMode; seconds: number }[] = [
   { mode: 'killed', seconds: 45 },
@@ -51,7 +57,9 @@ const OUTAGE: readonly { mode: FaultMode; seconds: number }[] = [
 const SCRIPT = join(REPO, 'scripts', 'keda-scale-test.sh');
 
 const unmet = controlPlaneMissing() ?? missing('helm', 'openssl', 'crdsDir');
-const figures: Record<string, unknown> = { hpaSyncSeconds: HPA_SYNC_SECONDS };
+const figures: Record<string, unknown> = { hpaSyncSeconds: HPA_SYNC_SECONDS, pollingIntervalSeconds: POLLING_INTERVAL_SECONDS };
+const startedAt = new Date();
+const loadAtStart = loadavg()[0] ?? 0;
 
 needs(unmet).describe('KEDA and the HPA on a real control plane', () => {
   let cp: ControlPlane;
@@ -63,6 +71,7 @@ needs(unmet).describe('KEDA and the HPA on a real control plane', () => {
     cp = await startControlPlane({ hpaSyncSeconds: HPA_SYNC_SECONDS });
     figures.controlPlaneStartMs = cp.startMs;
     figures.controlPlaneRssMiBAtStart = Math.round(cp.rssBytes() / 2 ** 20);
+    figures.kubernetesVersion = await kubernetesVersion(cp);
     // prometheus-operator's CRDs (the vendored copies the chart tests use), for the monitoring objects.
     const monitoring = readdirSync(tools.crdsDir!).filter((f) => f.startsWith('monitoring.coreos.com_'));
     cp.kubectl(['apply', '--server-side', ...monitoring.flatMap((f) => ['-f', join(tools.crdsDir!, f)])]);
@@ -80,6 +89,19 @@ needs(unmet).describe('KEDA and the HPA on a real control plane', () => {
     console.log(`[e2e figures] ${JSON.stringify(figures)}`);
     mkdirSync(join(REPO, '.dfe'), { recursive: true });
     writeFileSync(join(REPO, '.dfe', 'e2e-figures.json'), `${JSON.stringify(figures, null, 2)}\n`);
+    if (cp && writeFiguresRequested()) {
+      const record = controlPlaneRecord(figures, cp.startMs, {
+        startedAt,
+        loadAtStart,
+        hpaSyncSeconds: HPA_SYNC_SECONDS,
+        pollingIntervalSeconds: POLLING_INTERVAL_SECONDS,
+        grpcCheckMs: GRPC_CHECK_MS,
+        rssMiBAtStart: figures.controlPlaneRssMiBAtStart as number,
+        rssMiBAtEnd: figures.controlPlaneRssMiBAtEnd as number,
+        kubernetesVersion: String(figures.kubernetesVersion),
+      });
+      console.log(`[e2e figures] wrote ${writeControlPlaneRecord(record)}; render docs/performance.md with npm run docs:performance`);
+    }
   });
 
   /** One scenario's ClickHouse side: its database (schema + gauge table), its fault front, its shim. */
@@ -111,7 +133,7 @@ needs(unmet).describe('KEDA and the HPA on a real control plane', () => {
     await applySchema(client, database, { kind: 'single' });
     await createOtelGaugeTable(client, database);
     const front = await faultFront(engine.url);
-    const shim = await startShimProcess({ clickhouseUrl: front.url, database, override });
+    const shim = await startShimProcess({ clickhouseUrl: front.url, database, override, grpcCheckMs: GRPC_CHECK_MS });
     cleanups.push(async () => {
       await shim.stop();
       await front.close();
@@ -199,27 +221,27 @@ needs(unmet).describe('KEDA and the HPA on a real control plane', () => {
   const chartValues = (autoscaling: object, extra: object = {}) => ({
     monitoring: { monitor: { enabled: true }, rules: { enabled: true }, dashboard: { enabled: true } },
     huntRunner: {
-      autoscaling: { enabled: true, minReplicaCount: 0, maxReplicaCount: 10, targetBacklog: 2, pollingInterval: 2, cooldownPeriod: 5, ...autoscaling },
+      autoscaling: { enabled: true, minReplicaCount: 0, maxReplicaCount: 10, targetBacklog: 2, pollingInterval: POLLING_INTERVAL_SECONDS, cooldownPeriod: 5, ...autoscaling },
     },
     ...extra,
   });
 
   /** The backlog story of the chart's runner ScaledObject: N due → ceil(N/2); a change; drained → 0; run-now → 1. */
-  async function backlogStory(s: Stack, ns: string, runner: string, kind: string, expect: import('vitest').ExpectStatic): Promise<void> {
+  async function backlogStory(s: Stack, ns: string, runner: string, kind: TriggerKind, expect: import('vitest').ExpectStatic): Promise<void> {
     await waitForCondition(cp, `/apis/keda.sh/v1alpha1/namespaces/${ns}/scaledobjects/${runner}`, 'Ready');
     // KEDA made its HPA.
     await waitForCondition(cp, `/apis/autoscaling/v2/namespaces/${ns}/horizontalpodautoscalers/keda-hpa-${runner}`, 'AbleToScale');
     await waitForReplicas(cp, ns, runner, 0); // nothing due, minReplicaCount 0
     await s.push('due', 5);
-    figures[`${kind}: 0 → 3 (5 due)`] = await waitForReplicas(cp, ns, runner, 3);
+    figures[FIGURE.zeroToThree(kind)] = await waitForReplicas(cp, ns, runner, 3);
     await s.push('more', 4);
-    figures[`${kind}: value change 3 → 5 (9 due), ms`] = await waitForReplicas(cp, ns, runner, 5);
+    figures[FIGURE.valueChange(kind)] = await waitForReplicas(cp, ns, runner, 5);
     await s.clear('due', 5);
     await s.clear('more', 4);
     await waitForReplicas(cp, ns, runner, 0);
     expect(await backlogValue(s.shim)).toBe(0);
     await s.runNow('wake');
-    figures[`${kind}: run-now → 0 → 1, ms`] = await waitForReplicas(cp, ns, runner, 1);
+    figures[FIGURE.runNow(kind)] = await waitForReplicas(cp, ns, runner, 1);
   }
 
   describe.concurrent('scenarios (one control plane, concurrently)', () => {
@@ -237,7 +259,7 @@ spec:
   scaleTargetRef: {name: ${name}}
   minReplicaCount: 1
   maxReplicaCount: 6
-  pollingInterval: 2
+  pollingInterval: ${POLLING_INTERVAL_SECONDS}
   cooldownPeriod: 5
   triggers:
     {{- include "dfe-keda-shim.pressureTriggers" (dict "service" "${name}" "shimAddress" "${s.shim.url}" "target" 50 "cpu" ${cpu}) | nindent 4 }}
@@ -250,7 +272,7 @@ spec:
         await waitForCondition(cp, `/apis/keda.sh/v1alpha1/namespaces/${ns}/scaledobjects/app-pressure`, 'Ready');
         const appPressure = s.pump('app-pressure', 100);
         const appCpu = s.pump('app-cpu', 100);
-        figures['pressure 100 (target 50): 1 → 6, ms'] = await waitForReplicas(cp, ns, 'app-pressure', 6);
+        figures[FIGURE.pressureOut] = await waitForReplicas(cp, ns, 'app-pressure', 6);
         // CPU has no metrics here (no metrics API): an invalid metric, yet pressure scaled it out.
         await waitForReplicas(cp, ns, 'app-cpu', 6);
         appPressure.set(10);
@@ -350,10 +372,55 @@ spec:
       const next = `${s.shim.overridePath}.next`;
       writeFileSync(next, 'queries:\n  level:\n    sql: "SELECT 2 AS value"\n');
       renameSync(next, s.shim.overridePath);
-      figures['catalogue reload 4 → 2, ms'] = await waitForReplicas(cp, ns, 'level', 2);
+      figures[FIGURE.reload] = await waitForReplicas(cp, ns, 'level', 2);
       expect(await watching).toEqual([4, 2]);
       const metrics = await (await fetch(`${s.shim.url}/metrics`)).text();
       expect(metrics).toMatch(/catalogue_reloads_total\{[^}]*result="applied"[^}]*\} [1-9]/);
+    });
+
+    it("issue 28's KEDA 2.17–2.20 fields, every one on: the apiserver accepts the chart's ScaledObjects (strict schema), KEDA pauses on the annotations and makes the formula's HPA; invalid objects are refused", async ({ expect }) => {
+      const ns = 'keda-fields';
+      await namespace(ns);
+      const { runner, runnerLive, app } = kedaFieldObjects(ns);
+      const target = runner.spec.scaleTargetRef.name as string;
+      // Accepted as rendered, every field known to KEDA 2.20's CRD (an unknown one would fail --validate=strict).
+      const accepted = applyStrict(cp, [runner, app], true);
+      expect(accepted).toContain(`scaledobject.keda.sh/${runner.metadata.name} serverside-applied (server dry run)`);
+      expect(accepted).toContain('scaledobject.keda.sh/dfe-loader serverside-applied (server dry run)');
+
+      // For real: the pause annotations hold the target at paused-replicas; KEDA says Paused.
+      await applyAll([deployment(ns, target, 1), deployment(ns, 'dfe-loader', 1)]);
+      applyStrict(cp, [runner]);
+      await waitForScaledObjectCondition(cp, ns, runner.metadata.name, 'Paused', 'True');
+      await waitForReplicas(cp, ns, target, 2);
+      // Unpaused: KEDA makes its HPA under horizontalPodAutoscalerConfig.name, one composite metric for the formula, the behavior as set.
+      applyStrict(cp, [runnerLive]);
+      const runnerHpa = await waitForHpa(cp, ns, 'dfe-runner-hpa');
+      expect(runnerHpa.spec.metrics).toEqual([
+        expect.objectContaining({ type: 'External', external: expect.objectContaining({ metric: expect.objectContaining({ name: 'composite-metric' }), target: { type: 'AverageValue', averageValue: '10' } }) }),
+      ]);
+      expect(runnerHpa.spec.behavior?.scaleDown?.stabilizationWindowSeconds).toBe(600);
+      // The app: its formula's composite metric, the template's CPU trigger kept beside it.
+      applyStrict(cp, [app]);
+      const appHpa = await waitForHpa(cp, ns, 'keda-hpa-dfe-loader');
+      expect(appHpa.spec.metrics?.map((m) => m.external?.metric.name ?? `resource:${m.resource?.name ?? ''}`).sort()).toEqual(['composite-metric', 'resource:cpu']);
+      expect(appHpa.spec.metrics?.find((m) => m.type === 'External')?.external?.target).toEqual({ type: 'Value', value: '70' });
+
+      // The check can fail. The apiserver refuses a field the CRD does not know, and the CRD's own rule (min ≤ max):
+      expect(refusal(cp, [{ ...app, spec: { ...app.spec, advanced: { ...app.spec.advanced, scalingModifier: { formula: 'pressure' } } } }])).toMatch(/\.spec\.advanced\.scalingModifier: field not declared in schema/);
+      expect(refusal(cp, [{ ...app, spec: { ...app.spec, minReplicaCount: 11 } }])).toContain('minReplicaCount must be less than or equal to maxReplicaCount');
+      // A ScaledObject name over 63 characters: KEDA's check is in its admission webhook, which this
+      // lane does not run, so the apiserver stores it; KEDA's operator then cannot reconcile it.
+      const long = { ...runnerLive, metadata: { ...runnerLive.metadata, name: 'r'.repeat(64) } };
+      applyStrict(cp, [long]);
+      const refused = await waitForScaledObjectCondition(cp, ns, long.metadata.name, 'Ready', 'False');
+      expect(refused.message).toMatch(/failed to update ScaledObject with scaledObjectName label: .* must be no more than 63/);
+      // A formula naming the CPU trigger (KEDA keeps cpu and memory out of formulas): the operator refuses it too.
+      const cpuFormula = { ...app, metadata: { ...app.metadata, name: 'cpu-formula' }, spec: { ...app.spec, scaleTargetRef: { name: 'dfe-loader-2' }, advanced: { scalingModifiers: { ...app.spec.advanced.scalingModifiers, formula: 'max(pressure, cpu_load)' } } } };
+      await applyAll([deployment(ns, 'dfe-loader-2', 1)]);
+      applyStrict(cp, [cpuFormula]);
+      const formulaRefused = await waitForScaledObjectCondition(cp, ns, 'cpu-formula', 'Ready', 'False');
+      expect(formulaRefused.message).toMatch(/error validating formula in ScalingModifiers\s+unknown name cpu_load/);
     });
 
     it('scripts/keda-scale-test.sh, the operator\'s proof, reports PASS for both paths on this control plane', async ({ expect }) => {

@@ -25,7 +25,8 @@ Parameters:
   name               the pressure trigger's name (default scaling-pressure); a scalingModifiers
                      formula in the app's ScaledObject refers to it, so use letters, digits and
                      `_` there (e.g. pressure); at most 63 characters
-  cpuName            the CPU trigger's name (default cpu), same rules
+  cpuName            the CPU trigger's name (default cpu), same rules; a formula cannot use it
+                     (KEDA keeps cpu and memory triggers out of formulas, beside its metric)
   deadlineMs         the pressure query's deadline_ms when an override changed it (default the
                      catalogue's 2000): sets the metrics-api trigger's timeout (below)
   timeoutMs          the metrics-api trigger's `timeout` metadata (KEDA ≥ 2.20), ms; must exceed
