@@ -202,7 +202,7 @@ async function claimedFire(ctx: FireContext, planned: PlannedRun, claim: ClaimOu
     const bound = effectiveMaxCatchup(planned.intervalSeconds, ctx.maxCatchupSeconds, spec.maxCatchupSeconds);
     const { window, skipped } = boundedRunWindow(fire, claimedWindow.startSeconds, planned.intervalSeconds, bound);
     if (skipped) catchupSkipped(ctx, log, spec.huntId, skipped, window, bound);
-    await runClaimedFire(ctx, { ...planned, fire }, claim, { window, claimed: claimedWindow }, log, skipped);
+    await runClaimedFire(ctx, { ...planned, fire }, claim, { window, claimed: claimedWindow, dueFire: planned.fire }, log, skipped);
   } catch (err) {
     if (!ctx.signal.aborted) log.warn({ err }, 'run could not start or finish; its lease expires on its own');
   }
@@ -229,7 +229,7 @@ async function runClaimedFire(
   ctx: FireContext,
   planned: PlannedRun,
   claim: Extract<ClaimOutcome, { kind: 'won' }>,
-  windows: { readonly window: RunWindow; readonly claimed: RunWindow },
+  windows: { readonly window: RunWindow; readonly claimed: RunWindow; readonly dueFire: number },
   log: Logger,
   skipped?: RunWindow,
 ): Promise<void> {
@@ -287,7 +287,11 @@ async function runClaimedFire(
     // Duration: the summaries' elapsed time where they carry it, else the wall time of the statements.
     const durationMs = Math.round(elapsedMs ?? statementsMs);
     const cost: RunRowCost = { durationMs, cpuUs: 0, memoryBytes, errorCode };
-    await coord.runRow(huntId, fire, outcome === 'succeeded' ? RUN_STATUS.succeeded : RUN_STATUS.failed, rowsWritten, cost, skipped);
+    // A failed run's row is filed under the fire its tick planned (the latest due), not the
+    // retaken window's end: hunt_run collapses rows of one (hunt, fire), and a window that fails
+    // again and again must leave one row per try for the crash-loop count (docs/tables.md).
+    const rowFire = outcome === 'succeeded' ? fire : Math.max(fire, windows.dueFire);
+    await coord.runRow(huntId, rowFire, outcome === 'succeeded' ? RUN_STATUS.succeeded : RUN_STATUS.failed, rowsWritten, cost, skipped);
     finished = { huntId, fire, outcome, cost };
   } finally {
     await renewal.stop();

@@ -28,16 +28,26 @@ describe('stop with a stalled run', () => {
     hunts.write(id, outputHunt(db.database, id, 3600, { sleepSeconds: 8 }));
     let started!: () => void;
     const running = new Promise<void>((resolve) => (started = resolve));
+    let claimed!: (outcome: string) => void;
+    let claim = new Promise<string>((resolve) => (claimed = resolve));
     const runner = await startRunner({
       handle: db.handle,
       config: runnerConfig(db, hunts.dir, { DFE_HUNT_RUNNER_STOP_DEADLINE_SECONDS: '0.5' }),
       log: log.logger,
       runnerId: 'stopper',
       loop: false,
-      events: { statement: (e) => void (e.index === 0 && started()) },
+      events: { claim: (e) => claimed(e.outcome), statement: (e) => void (e.index === 0 && started()) },
     });
     try {
-      expect((await runner.tick())?.started).toBe(1);
+      // A claim a loaded engine acknowledged late is given up at once (docs/claim-protocol.md):
+      // tick again until one stands, then wait for the run's first statement.
+      for (let tries = 1; ; tries += 1) {
+        expect((await runner.tick())?.started).toBe(1);
+        const outcome = await claim;
+        if (outcome === 'won') break;
+        expect(tries, `claim ${tries} was ${outcome}`).toBeLessThan(10);
+        claim = new Promise<string>((resolve) => (claimed = resolve));
+      }
       await running;
       await runner.stop();
     } finally {
