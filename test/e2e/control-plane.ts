@@ -1,7 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
-import { request as httpRequest } from 'node:http';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../helpers/ports.js';
@@ -348,7 +348,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       '--unsafe-no-fsync',
       '--log-level', 'warn',
     ]);
-    await until('etcd', async () => (await plainGet(`http://127.0.0.1:${etcdPort}/health`)).includes('"true"'), 30_000, diagnose('etcd'), etcd.gone);
+    await until('etcd', async () => (await healthGet(`http://127.0.0.1:${etcdPort}/health`)).includes('"true"'), 30_000, diagnose('etcd'), etcd.gone);
 
     // --- kube-apiserver --------------------------------------------------------------------
     const apiserver = startDaemon('kube-apiserver', bin('kube-apiserver'), [
@@ -394,7 +394,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       '--horizontal-pod-autoscaler-downscale-stabilization=0s',
       '--v=0',
     ]);
-    await until('kube-controller-manager', async () => (await insecureGet(`https://127.0.0.1:${kcmPort}/healthz`)) === 'ok', 60_000, diagnose('kube-controller-manager'), kcm.gone);
+    await until('kube-controller-manager', async () => (await healthGet(`https://127.0.0.1:${kcmPort}/healthz`)) === 'ok', 60_000, diagnose('kube-controller-manager'), kcm.gone);
 
     // --- KEDA: CRDs, namespace, the aggregation path, operator, metrics apiserver ------------
     const crdFiles = readdirSync(KEDA_CRDS).filter((f) => f.endsWith('.yaml')).map((f) => join(KEDA_CRDS, f));
@@ -436,7 +436,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       ],
       kedaEnv,
     );
-    await until('keda-operator', async () => (await plainGet(`http://127.0.0.1:${kedaProbePort}/readyz`)) === 'ok', 90_000, diagnose('keda-operator'), operator.gone);
+    await until('keda-operator', async () => (await healthGet(`http://127.0.0.1:${kedaProbePort}/readyz`)) === 'ok', 90_000, diagnose('keda-operator'), operator.gone);
     const adapter = startDaemon(
       'keda-adapter',
       bin('keda-adapter'),
@@ -499,27 +499,18 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   }
 }
 
-function plainGet(url: string): Promise<string> {
+/**
+ * A GET of a component's health endpoint: plain HTTP, or HTTPS on the component's own
+ * self-signed certificate (not the point here, so not verified).
+ */
+function healthGet(url: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { timeout: 5_000 }, (res) => {
+    const onResponse = (res: IncomingMessage) => {
       let text = '';
       res.on('data', (c: Buffer) => (text += c.toString()));
       res.on('end', () => resolve(text));
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-/** A GET of a component's own self-signed health endpoint (its certificate is not the point). */
-function insecureGet(url: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest(url, { rejectUnauthorized: false, timeout: 5_000 }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => resolve(text));
-    });
+    };
+    const req = url.startsWith('https:') ? httpsRequest(url, { rejectUnauthorized: false, timeout: 5_000 }, onResponse) : httpRequest(url, { timeout: 5_000 }, onResponse);
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', reject);
     req.end();
