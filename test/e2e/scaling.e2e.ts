@@ -327,13 +327,27 @@ spec:
         ]);
       }
       await Promise.all(subjects.map((subject) => waitForReplicas(cp, ns, subject.name, 3)));
+      // A second replica that has answered the same keys: the restarted shim's peer.
+      const peer = await startShimProcess({ clickhouseUrl: s.front.url, database: s.database, grpcCheckMs: GRPC_CHECK_MS });
+      cleanups.push(() => peer.stop());
+      // Pressure asks with `hold`, which answers by itself: the backlog is the key a peer must fill.
+      const keys = ['/keda/hunt-backlog'];
+      const answer = async (base: string, key: string) => (await (await fetch(`${base}${key}`)).json()) as { value: number; source: string };
+      const before = await Promise.all(keys.map((key) => answer(peer.url, key)));
+      expect(before.map((a) => a.source)).toEqual(['fresh']);
 
       // The outage: every subject watched throughout, the faults in turn, the shim restarted (SIGKILL) in the middle.
       const total = OUTAGE.reduce((sum, phase) => sum + phase.seconds, 0) * 1000;
       const watching = Promise.all(subjects.map((subject) => watchReplicas(cp, ns, subject.name, total)));
       for (const [i, phase] of OUTAGE.entries()) {
         await s.front.set(phase.mode);
-        if (i === 1) await s.shim.restart();
+        // Restarted as a new pod would be: no snapshot, its peer named; it answers from the peer.
+        if (i === 1) {
+          await s.shim.restart({ loseSnapshot: true, peers: peer.url });
+          const after = await Promise.all(keys.map((key) => answer(s.shim.url, key)));
+          figures['outage: the restarted shim, no snapshot, asks its peer'] = after;
+          expect(after).toEqual(before.map((a) => ({ ...a, source: 'last_good', age_seconds: expect.any(Number) })));
+        }
         await new Promise((done) => setTimeout(done, phase.seconds * 1000));
       }
       const sequences = await watching;

@@ -122,8 +122,11 @@ export interface ShimProcess {
   /** 127.0.0.1:<grpc port>, KEDA's scalerAddress. */
   readonly scalerAddress: string;
   readonly overridePath: string;
-  /** SIGKILL (an OOM kill: only the periodic snapshot survives), then the same ports, snapshot and peers again. */
-  restart(): Promise<void>;
+  /**
+   * SIGKILL (an OOM kill: only the periodic snapshot survives), then the same ports, snapshot and
+   * peers again; `loseSnapshot`: a new pod on another node (no snapshot), `peers`: its replicas.
+   */
+  restart(options?: { readonly loseSnapshot?: boolean; readonly peers?: string }): Promise<void>;
   stop(): Promise<void>;
   logs(): string;
 }
@@ -193,8 +196,13 @@ export async function startShimProcess(options: ShimOptions): Promise<ShimProces
     url,
     scalerAddress: `127.0.0.1:${grpcPort}`,
     overridePath,
-    async restart() {
+    async restart(options = {}) {
       await kill('SIGKILL');
+      if (options.loseSnapshot) {
+        rmSync(snapshotDir, { recursive: true, force: true });
+        mkdirSync(snapshotDir);
+      }
+      if (options.peers !== undefined) env.DFE_KEDA_SHIM_PEERS = options.peers;
       await start();
     },
     async stop() {
