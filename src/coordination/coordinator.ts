@@ -275,6 +275,34 @@ export class Coordinator {
   }
 
   /**
+   * The table protocol's own writes after a claim (docs/claim-protocol.md#the-window-chain-in-the-table-protocol):
+   * a fresh lease row for each (hunt, fire), or lease_until 0 (release), written only where the
+   * hunt's newest lease row is this owner's row of that fire, with no tie — decided in the statement
+   * that inserts, so a runner that lost its hunt (paused past its lease, taken over) never puts a
+   * row over the taker's, whatever the timing between its steps.
+   */
+  async putLeasesIfNewest(owner: string, held: ReadonlyArray<{ huntId: string; fire: number }>, leaseSeconds: number | 'release'): Promise<void> {
+    if (held.length === 0) return;
+    const until = leaseSeconds === 'release' ? 'toInt64(0)' : `${this.now} + {lease:Int64}`;
+    await this.write(
+      `INSERT INTO ${this.lease} (hunt_id, owner, fire, lease_until)
+       SELECT c.hunt_id, {owner:String}, c.fire, ${until}
+       FROM (
+         SELECT tupleElement(hf, 1) AS hunt_id, tupleElement(hf, 2) AS fire
+         FROM (SELECT arrayJoin(arrayZip({hunts:Array(String)}, {fires:Array(Int64)})) AS hf)
+       ) AS c
+       WHERE (c.hunt_id, c.fire) IN (
+         SELECT hunt_id, any(fire) FROM ${this.lease}
+         WHERE hunt_id IN {hunts:Array(String)}
+           AND (hunt_id, claimed) IN (SELECT hunt_id, max(claimed) FROM ${this.lease} WHERE hunt_id IN {hunts:Array(String)} GROUP BY hunt_id)
+         GROUP BY hunt_id
+         HAVING uniqExact(owner, fire) = 1 AND any(owner) = {owner:String}
+       )`,
+      { owner, hunts: held.map((h) => h.huntId), fires: held.map((h) => h.fire), ...(leaseSeconds === 'release' ? {} : { lease: leaseSeconds }) },
+    );
+  }
+
+  /**
    * Deletes this owner's lease rows of a hunt newer than `after` (a `claimed` text the free
    * read saw as the newest; undefined: every row of this owner): a late claim's row, which
    * must not sit over anyone (docs/claim-protocol.md#the-claim).

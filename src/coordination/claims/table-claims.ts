@@ -140,7 +140,7 @@ export function tableClaims(coord: Coordinator, owner: string, timing: ClaimTimi
     return new Set(held.filter((h) => readBackVerdict(back.get(h.huntId)?.rows ?? [], owner, h.fire).kind === 'won').map((h) => h.huntId));
   };
   const confirm = async (won: ReadonlyArray<{ huntId: string; fire: number }>): Promise<Set<string>> => {
-    await Promise.all(won.map((w) => coord.putLease(w.huntId, owner, w.fire, timing.leaseSeconds)));
+    await coord.putLeasesIfNewest(owner, won, timing.leaseSeconds);
     const ackMs = timing.clock.monotonicMs();
     const waitMs = ackMs + timing.settleMs + READ_BACK_MARGIN_MS - timing.clock.monotonicMs();
     if (waitMs > 0) await timing.sleep(waitMs);
@@ -168,7 +168,7 @@ export function tableClaims(coord: Coordinator, owner: string, timing: ClaimTimi
         confirmed = await confirm(won);
       } catch (err) {
         // The batch cannot finish: release what it won (nothing ran, so nothing is owed but the fires).
-        await Promise.allSettled(won.map((w) => coord.putLease(w.huntId, owner, w.fire, 'release')));
+        await coord.putLeasesIfNewest(owner, won, 'release').catch(() => undefined);
         throw err;
       }
       for (const w of won) {
@@ -179,15 +179,16 @@ export function tableClaims(coord: Coordinator, owner: string, timing: ClaimTimi
       }
       return out;
     },
-    // After the confirmation only a takeover sits above our rows: a renewal looks first, and
-    // never puts our row back over the taker's.
+    // After the confirmation only a takeover sits above our rows. Renewal and release are
+    // conditional in the statement that writes them (newest row ours, that fire): a runner
+    // paused anywhere — even between a look and a write — never puts its row over the taker's,
+    // which would hide the taker's lease and, with a stale fire on top, the window chain.
     async renew(held) {
-      if (!(await holdsAll([held])).has(held.huntId)) return 'lost';
-      await coord.putLease(held.huntId, owner, held.fire, timing.leaseSeconds);
-      return 'held';
+      await coord.putLeasesIfNewest(owner, [held], timing.leaseSeconds);
+      return (await holdsAll([held])).has(held.huntId) ? 'held' : 'lost';
     },
     holds: async (held) => (await holdsAll([held])).has(held.huntId),
-    release: (held) => coord.putLease(held.huntId, owner, held.fire, 'release'),
+    release: (held) => coord.putLeasesIfNewest(owner, [held], 'release'),
     on: (client) => tableClaims(coord.withClient(client), owner, timing),
   };
 }

@@ -92,7 +92,8 @@ export class SmoothingController {
       await coord.setWatermark(PLANNER_ID, cycle);
       return result;
     } finally {
-      await coord.putLease(PLANNER_ID, runnerId, cycle, 'release');
+      // Conditional: a planner that outlived its slot never frees a peer's.
+      await coord.putLeasesIfNewest(runnerId, [{ huntId: PLANNER_ID, fire: cycle }], 'release');
     }
   }
 
