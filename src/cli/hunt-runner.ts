@@ -29,12 +29,13 @@ Commands:
                            max_execution_time, output-table deduplication; exit 1 on a failing check
   enable <hunt_id>         lift an auto-disable (memory-limit crash-loop or a ceiling)
   verify-coordination --runners N --seconds S [--keep] [--json]
-                           [--nemesis pause,cpu,stall,kill [--seed N]] [--processes] [--lease SECONDS]
+                           [--nemesis pause,cpu,stall,kill [--seed N]] [--processes] [--lease SECONDS] [--logs DIR]
                            race N runners on hunts firing every second in a scratch database;
                            print fires, double runs, missed fires, lateness; exit 1 on any
                            double or miss; drops the scratch database unless --keep.
                            --nemesis: runners as separate processes, faults injected at seeded
-                           random moments (seed printed); --processes: the same without faults
+                           random moments (seed printed); --processes: the same without faults;
+                           --logs: each runner process's log to DIR/<runner>.log
   smoothing plan [--json] [--cycles N]
                            simulate N planning cycles on the live schedule and costs; writes nothing
   smoothing apply [--cycles N]
@@ -97,6 +98,7 @@ function parse(argv: string[]): Parsed {
       runners: { type: 'string' },
       seconds: { type: 'string' },
       keep: { type: 'boolean' },
+      logs: { type: 'string' },
       as: { type: 'string' },
       nemesis: { type: 'string' },
       seed: { type: 'string' },
@@ -240,6 +242,7 @@ async function verifyCommand(config: AppConfig, flags: Flags): Promise<void> {
       runners,
       seconds,
       keep: flags.keep === true,
+      ...(typeof flags.logs === 'string' ? { logsDir: flags.logs } : {}),
       processes: flags.processes === true,
       ...(leaseSeconds === undefined ? {} : { leaseSeconds }),
       ...(kinds === undefined ? {} : { nemesis: { kinds, seed } }),

@@ -303,17 +303,23 @@ export class Coordinator {
   }
 
   /**
-   * Deletes this owner's lease rows of a hunt newer than `after` (a `claimed` text the free
-   * read saw as the newest; undefined: every row of this owner): a late claim's row, which
-   * must not sit over anyone (docs/claim-protocol.md#the-claim).
+   * Releases a late claim (docs/claim-protocol.md#the-claim): for each hunt whose newest lease row
+   * is live and this owner's (no tie), a row of the same fire with lease_until 0 — so the hunt is
+   * free at once and the chain keeps that row's fire. Never a DELETE: the table keeps only the
+   * newest row of a hunt once it merges, so deleting the newest can leave no row at all and lose
+   * the fire of the window in flight.
    */
-  async deleteOwnLeaseRows(huntId: string, owner: string, after: string | undefined): Promise<void> {
-    const newer = after === undefined ? '' : 'AND claimed > toDateTime64({after:String}, 3)';
-    await this.write(`DELETE FROM ${this.lease} WHERE hunt_id = {hunt:String} AND owner = {owner:String} ${newer}`, {
-      hunt: huntId,
-      owner,
-      ...(after === undefined ? {} : { after }),
-    });
+  async releaseOwnNewest(owner: string, huntIds: readonly string[]): Promise<void> {
+    if (huntIds.length === 0) return;
+    await this.write(
+      `INSERT INTO ${this.lease} (hunt_id, owner, fire, lease_until)
+       SELECT hunt_id, {owner:String}, any(fire), toInt64(0) FROM ${this.lease}
+       WHERE hunt_id IN {hunts:Array(String)}
+         AND (hunt_id, claimed) IN (SELECT hunt_id, max(claimed) FROM ${this.lease} WHERE hunt_id IN {hunts:Array(String)} GROUP BY hunt_id)
+       GROUP BY hunt_id
+       HAVING uniqExact(owner, fire) = 1 AND any(owner) = {owner:String} AND max(lease_until) > 0`,
+      { owner, hunts: huntIds },
+    );
   }
 
   /** Each hunt's newest watermark (hunts without one are absent). */

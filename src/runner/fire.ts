@@ -198,6 +198,7 @@ async function claimedFire(ctx: FireContext, planned: PlannedRun, claim: ClaimOu
       return;
     }
     claimed(ctx, planned, 'won');
+    log.debug({ window: claimedWindow, watermark: claim.watermark, planned: planned.fire }, 'claim won; the run starts');
     ctx.onRunStart?.(spec.huntId);
     const bound = effectiveMaxCatchup(planned.intervalSeconds, ctx.maxCatchupSeconds, spec.maxCatchupSeconds);
     const { window, skipped } = boundedRunWindow(fire, claimedWindow.startSeconds, planned.intervalSeconds, bound);
@@ -280,6 +281,7 @@ async function runClaimedFire(
       if (!renewal.lost) leaseLost(ctx, claim.held);
       outcome = 'failed';
     }
+    log.debug({ outcome, stale, window }, 'run ended; committing');
     if (outcome === 'succeeded') await coord.setWatermark(huntId, fire);
     await renewal.stop();
     // A stale run releases nothing: the lease is the taker's.

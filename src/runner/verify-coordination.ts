@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,6 +35,8 @@ export interface VerifyOptions {
   readonly seconds: number;
   /** Keep the scratch database (default: dropped). */
   readonly keep?: boolean;
+  /** Runner processes only: write each one's log to `<logsDir>/<runner id>.log` (created). */
+  readonly logsDir?: string;
   readonly hunts?: number;
   /** Hunt intervals, seconds, used round-robin (default: every hunt every second). */
   readonly intervals?: readonly number[];
@@ -117,7 +119,8 @@ export async function verifyCoordination(options: VerifyOptions): Promise<Verify
     const where = processes ? 'runner processes' : 'runner(s)';
     if (processes) {
       const seed = options.nemesis?.seed ?? 0;
-      race = await startProcesses({ config, handle, claims: mode.mode, runners: options.runners, entry, progress, seconds: options.seconds, kinds, seed });
+      if (options.logsDir !== undefined) mkdirSync(options.logsDir, { recursive: true });
+      race = await startProcesses({ config, handle, claims: mode.mode, runners: options.runners, entry, progress, seconds: options.seconds, kinds, seed, ...(options.logsDir === undefined ? {} : { logsDir: options.logsDir }) });
     } else {
       race = await startInProcess({ config, topology, log, progress, runners: options.runners, ...(options.kill ? { kill: options.kill } : {}) });
     }

@@ -17,6 +17,7 @@ import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/click
  * with the coordination clock injected (clock mode).
  */
 const LEASE = 5;
+const SETTLE = 750;
 let db: TestDatabase;
 
 beforeAll(async () => {
@@ -25,13 +26,23 @@ beforeAll(async () => {
 });
 afterAll(async () => db?.close());
 
-function runner(owner: string, clock: ManualClock): { claims: ClaimProtocol; coord: Coordinator } {
+/** `late`: every claim's insert is acknowledged a whole settle after its free read. */
+function runner(owner: string, clock: ManualClock, late = false): { claims: ClaimProtocol; coord: Coordinator } {
   const coord = new Coordinator(db.handle.client, db.database, { read: {}, write: {} }, new ServerTime({ kind: 'clock', clock }, clock));
   const claims = tableClaims(coord, owner, {
     leaseSeconds: LEASE,
-    settleMs: 750,
+    settleMs: SETTLE,
     clock,
     sleep: async (ms) => void clock.advance(ms),
+    ...(late
+      ? {
+          claimStart: <T>(fn: () => Promise<T>) => {
+            const started = fn(); // the free read's time is taken synchronously
+            clock.advance(SETTLE);
+            return started;
+          },
+        }
+      : {}),
   });
   return { claims, coord };
 }
@@ -98,5 +109,21 @@ describe('a stale runner writes nothing over the hunt it lost (table protocol)',
     expect(await a.claims.renew(held)).toBe('held');
     await a.claims.release(held, { succeeded: true });
     expect(await newest(hunt)).toEqual({ owner: 'a', fire: 1_796_397_760, live: false });
+  });
+
+  it('a late retake, a merge, and the next claim: the late row is released, not deleted, so the chain keeps the paused run’s fire', async () => {
+    const hunt = 'merged';
+    const clock = new ManualClock(1_796_397_700_000);
+    const a = runner('a', clock);
+    await a.coord.setWatermark(hunt, 1_796_397_706);
+    const aHeld = won((await a.claims.claim([{ huntId: hunt, fire: 1_796_397_709 }])).get(hunt));
+    clock.advance((LEASE + 1) * 1000); // A is paused past its lease, mid-run
+    // B retakes A's fire, but late; then the table merges (only the newest row per hunt stays).
+    expect((await runner('b', clock, true).claims.claim([{ huntId: hunt, fire: 1_796_397_711 }])).get(hunt)).toEqual({ kind: 'late' });
+    await db.handle.client.command({ query: `OPTIMIZE TABLE \`${db.database}\`.hunt_lease FINAL` });
+    expect(await newest(hunt)).toEqual({ owner: 'b', fire: aHeld.fire, live: false });
+    // C, planning a newer fire, still runs A's window: the same window, never (706, 711].
+    const cHeld = won((await runner('c', clock).claims.claim([{ huntId: hunt, fire: 1_796_397_711 }])).get(hunt));
+    expect(cHeld.fire).toBe(aHeld.fire);
   });
 });

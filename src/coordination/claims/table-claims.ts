@@ -38,8 +38,8 @@ export type ClaimOutcome =
   | { readonly kind: 'won'; readonly watermark: number | null; readonly fire?: number }
   /** A live lease at the free read, or the read-back shows another claim on top. */
   | { readonly kind: 'lost'; readonly holder: LeaseRow | undefined }
-  /** Our insert was acknowledged `settle` or more after the free read. `newestBefore`: the newest row the free read saw. */
-  | { readonly kind: 'late'; readonly newestBefore?: string | undefined };
+  /** Our insert was acknowledged `settle` or more after the free read. */
+  | { readonly kind: 'late' };
 
 export interface ClaimTiming {
   readonly leaseSeconds: number;
@@ -110,7 +110,7 @@ export async function claimFires(
   const { contenders, freeReadMs, ackMs } = timing.claimStart ? await timing.claimStart(start) : await start();
   if (contenders.length === 0) return outcomes;
   if (ackMs - freeReadMs >= settleMs) {
-    for (const r of contenders) outcomes.set(r.huntId, { kind: 'late', newestBefore: heads.get(r.huntId) });
+    for (const r of contenders) outcomes.set(r.huntId, { kind: 'late' });
     return outcomes;
   }
   // ackMs + settle is also ≥ settle after the free read, the protocol's stated bound.
@@ -131,7 +131,7 @@ export async function claimFires(
  * confirmed before it runs: a fresh row of ours goes on top (above any late row, which was
  * evaluated before our claim was visible), and a read-back a settle later must still show it
  * — a takeover is then the only row that can ever sit above ours, and it runs our window.
- * A late claim's row is deleted at once, so it holds nothing for a lease.
+ * A late claim's row is released at once where it is still on top, so it holds nothing for a lease.
  */
 export function tableClaims(coord: Coordinator, owner: string, timing: ClaimTiming): ClaimProtocol {
   /** The newest lease row is this claim's (owner and fire), with no tie: nobody took the hunt over. */
@@ -151,17 +151,18 @@ export function tableClaims(coord: Coordinator, owner: string, timing: ClaimTimi
     async claim(requests) {
       const outcomes = await claimFires(coord, owner, requests, timing, { chain: true });
       const out = new Map<string, ProtocolOutcome>();
-      const late: Array<[string, string | undefined]> = [];
+      const late: string[] = [];
       const won: Array<{ huntId: string; fire: number; watermark: number | null }> = [];
       for (const r of requests) {
         const o = outcomes.get(r.huntId);
         if (!o) continue;
         if (o.kind === 'won') won.push({ huntId: r.huntId, fire: o.fire ?? r.fire, watermark: o.watermark });
         else out.set(r.huntId, o.kind === 'late' ? { kind: 'late' } : o);
-        if (o.kind === 'late') late.push([r.huntId, o.newestBefore]);
+        if (o.kind === 'late') late.push(r.huntId);
       }
-      // A late row may sit over a winner: it goes at once (a failed delete leaves it to expire).
-      await Promise.allSettled(late.map(([huntId, after]) => coord.deleteOwnLeaseRows(huntId, owner, after)));
+      // A late row may sit over a winner's claim (never over its confirmation, which is newer):
+      // released at once where it is still on top (a failed release leaves it to expire).
+      if (late.length > 0) await coord.releaseOwnNewest(owner, late).catch(() => undefined);
       if (won.length === 0) return out;
       let confirmed: Set<string>;
       try {

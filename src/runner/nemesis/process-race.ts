@@ -1,3 +1,5 @@
+import { appendFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -25,6 +27,8 @@ export interface ProcessRaceOptions {
   /** The compiled `dfe-hunt-runner` entry. */
   readonly entry: string;
   readonly progress: (line: string) => void;
+  /** A directory for each runner process's log (stdout and stderr, `<runner id>.log`); default: none kept. */
+  readonly logsDir?: string;
 }
 
 /** Started: every runner process answered /readyz (or was given a minute to). */
@@ -128,13 +132,16 @@ export async function startProcessRace(options: ProcessRaceOptions): Promise<Pro
     if (target.protocol === 'http:') proxy = await startStallProxy(target);
     const url = proxy?.url ?? target.toString().replace(/\/$/, '');
 
+    const logTo = options.logsDir === undefined ? undefined : (id: string) => join(options.logsDir ?? '', `${id}.log`);
     const spawnRunner = async (slot: number, id: string): Promise<{ child: ChildProcess; metricsPort: number }> => {
       const metricsPort = await freeLoopbackPort();
       const env = runnerEnv(process.env, config, url, options.claims, id, metricsPort);
-      const child = spawnChild(process.execPath, [options.entry, 'run'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+      const child = spawnChild(process.execPath, [options.entry, 'run'], { env, stdio: ['ignore', logTo ? 'pipe' : 'ignore', 'pipe'] });
+      if (logTo) child.stdout?.on('data', (b: Buffer) => appendFileSync(logTo(id), b));
       child.stderr?.on('data', (b: Buffer) => {
         const s = slots[slot];
         if (s?.child === child) s.stderrTail = (s.stderrTail + b.toString()).slice(-2000);
+        if (logTo) appendFileSync(logTo(id), b);
       });
       child.once('exit', (code, sig) => {
         const s = slots[slot];
