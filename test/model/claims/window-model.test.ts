@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { explore } from './search.js';
-import { allFiresDone, windowInvariants, windowProtocol, type WindowScope } from './window-protocol.js';
+import { allFiresDone, windowInvariants, windowProtocol, type WindowScope, type WindowState } from './window-protocol.js';
 
 /**
  * The window invariant with no timing assumption (docs/claim-protocol.md#the-invariant):
@@ -15,7 +15,7 @@ const sizes: string[] = [];
 afterAll(() => console.info(`window model, states explored per check:\n${sizes.join('\n')}`));
 
 function check(name: string, scope: WindowScope) {
-  const result = explore(windowProtocol(scope), { invariants: windowInvariants, goal: allFiresDone, mustReach: (s) => s.crashesUsed < scope.runners });
+  const result = explore<WindowState>(windowProtocol(scope), { invariants: windowInvariants, goal: allFiresDone, mustReach: (s) => s.crashesUsed < scope.runners });
   const verdict = result.violation ? `counterexample (${result.violation.invariant})` : result.stuck ? `${result.stuck.count} stuck states` : 'holds';
   sizes.push(`  ${name}: ${result.states.toLocaleString('en')} states, ${result.transitions.toLocaleString('en')} transitions — ${verdict}`);
   return result;

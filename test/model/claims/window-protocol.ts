@@ -65,7 +65,17 @@ interface Key {
   readonly tok: number;
 }
 
-export interface WindowState {
+/** What the window invariants read: shared by this model and the table chain's (table-chain-protocol.ts). */
+export interface WindowObserved {
+  /** The newest fire come due. */
+  readonly latest: number;
+  readonly wm: number;
+  /** Distinct output windows written, `start-end` (a window written twice is one: the dedup token). */
+  readonly out: readonly string[];
+  readonly wmBack: boolean;
+}
+
+export interface WindowState extends WindowObserved {
   readonly latest: number;
   readonly wm: number;
   readonly lease: (Key & { readonly fire: number; readonly live: boolean }) | null;
@@ -82,7 +92,7 @@ export interface WindowState {
 const fresh = (tok: number): Runner => ({ pc: 'idle', tok, end: 0, start: 0, seen: -1, seenKey: false, attempt: 0 });
 const parse = (w: string): [number, number] => w.split('-').map(Number) as [number, number];
 
-export const windowInvariants: ReadonlyArray<Invariant<WindowState>> = [
+export const windowInvariants: ReadonlyArray<Invariant<WindowObserved>> = [
   {
     name: 'no window of the data is processed twice: output windows are identical or disjoint',
     holds: (s) =>
@@ -105,7 +115,7 @@ export const windowInvariants: ReadonlyArray<Invariant<WindowState>> = [
   },
 ];
 
-export const allFiresDone = (s: WindowState): boolean => s.wm === s.latest && s.latest > 0 && s.wm >= s.latest;
+export const allFiresDone = (s: WindowObserved): boolean => s.wm === s.latest && s.latest > 0 && s.wm >= s.latest;
 
 export function windowProtocol(scope: WindowScope): TransitionSystem<WindowState> {
   const chain = scope.variant === 'chain';
