@@ -11,7 +11,13 @@ class ManualTimers implements Timers {
   private next = 0;
   private readonly due = new Map<number, { at: number; fn: () => void }>();
   constructor(private readonly clock: ManualClock) {}
+  /** Timers set (not counting the ends of ticks). */
+  armed = 0;
   set(fn: () => void, ms: number): unknown {
+    this.armed += 1;
+    return this.add(fn, ms);
+  }
+  private add(fn: () => void, ms: number): number {
     const id = this.next++;
     this.due.set(id, { at: this.clock.monotonicMs() + ms, fn });
     return id;
@@ -21,7 +27,7 @@ class ManualTimers implements Timers {
   }
   /** The end of the tick: fired by `advance` (0 ms is enough). */
   soon(fn: () => void): void {
-    this.set(fn, 0);
+    this.add(fn, 0);
   }
   get pending(): number {
     return this.due.size;
@@ -184,10 +190,26 @@ describe('batch collector', () => {
 
   it('a lone key is sent at the end of its tick: no timer, no wait for company', () => {
     const { timers, sent, join } = collector();
-    join('a');
+    // A window no test would outwait: a lone key never waits on it.
+    join('a', { ...policy, windowMs: 60_000, maxOpenMs: 60_000 });
     expect(sent).toEqual([]);
     timers.advance(0);
     expect(sent).toEqual([['a']]);
+    expect(timers.armed).toBe(0);
+    expect(timers.pending).toBe(0);
+  });
+
+  it('one key after another, each after the last settled: each alone, none on a timer', async () => {
+    const { timers, sent, settle, join } = collector();
+    for (const v of ['a', 'b', 'c']) {
+      join(v, { ...policy, windowMs: 60_000 });
+      timers.advance(0);
+      settle.shift()?.();
+      await flush();
+      timers.advance(0);
+    }
+    expect(sent).toEqual([['a'], ['b'], ['c']]);
+    expect(timers.armed).toBe(0);
   });
 
   it('keys of the same tick travel together; groups are separate batches', () => {
@@ -206,9 +228,9 @@ describe('batch collector', () => {
     expect(c.openBatches).toBe(1);
   });
 
-  it('collects keys while a batch of the group is in flight, sends them when it settles', async () => {
+  it('collects keys while a batch of the group is in flight, sends them at the end of the tick it settles in', async () => {
     const { timers, sent, settle, join } = collector();
-    const p = { ...policy, windowMs: 0, maxOpenMs: 1_000 };
+    const p = { maxSize: 100, windowMs: 0, maxOpenMs: 1_000 };
     join('a', p);
     timers.advance(0);
     join('b', p);
@@ -217,7 +239,10 @@ describe('batch collector', () => {
     expect(sent).toEqual([['a']]);
     settle[0]?.();
     await flush();
-    expect(sent).toEqual([['a'], ['b', 'c']]);
+    join('d', p); // read in the tick of the settling
+    expect(sent).toEqual([['a']]);
+    timers.advance(0);
+    expect(sent).toEqual([['a'], ['b', 'c', 'd']]);
   });
 
   it('a batch of more than one key lingers windowMs after its last join; one of one key does not', async () => {
@@ -229,6 +254,7 @@ describe('batch collector', () => {
     expect(sent).toEqual([['a']]);
     settle[0]?.();
     await flush();
+    timers.advance(0);
     expect(sent).toEqual([['a'], ['b']]);
     settle[1]?.();
     await flush();
@@ -241,6 +267,51 @@ describe('batch collector', () => {
     expect(sent).toEqual([['a'], ['b']]);
     timers.advance(1);
     expect(sent).toEqual([['a'], ['b'], ['c', 'd', 'e']]);
+  });
+
+  it('the linger of a batch that waited on a flight counts from the settling, not from a join the flight outlasted', async () => {
+    const { timers, sent, settle, join } = collector();
+    const p = { maxSize: 500, windowMs: 10, maxOpenMs: 500 };
+    join('first', p);
+    timers.advance(0);
+    for (let i = 0; i < 100; i++) join(`early-${i}`, p);
+    // The flight holds the event loop 40 ms (a busy machine): no key is read meanwhile.
+    timers.advance(40);
+    settle[0]?.();
+    await flush();
+    timers.advance(0);
+    expect(sent).toHaveLength(1);
+    // The burst's next keys come in once the loop is free, a few ms apart.
+    for (let tick = 0; tick < 6; tick++) {
+      for (let i = 0; i < 50; i++) join(`late-${tick}-${i}`, p);
+      timers.advance(4);
+    }
+    expect(sent).toHaveLength(1);
+    timers.advance(10);
+    expect(sent.map((b) => b.length)).toEqual([1, 400]);
+  });
+
+  it('a burst of 1 000 keys over a few ticks while the first is in flight: at most 4 batches, every key sent once', async () => {
+    const { timers, sent, settle, join } = collector();
+    const p = { maxSize: 500, windowMs: 10, maxOpenMs: 500 };
+    const keys = Array.from({ length: 1_000 }, (_, i) => `svc-${i}`);
+    join(keys[0] as string, p);
+    timers.advance(0);
+    // 999 keys in 9 ticks, 3 ms apart; the batches settle 30 ms after they are sent.
+    for (let tick = 0; tick < 9; tick++) {
+      for (const k of keys.slice(1 + tick * 111, 1 + (tick + 1) * 111)) join(k, p);
+      timers.advance(3);
+    }
+    for (let round = 0; round < 5 && settle.length > 0; round++) {
+      timers.advance(30);
+      for (const done of settle.splice(0)) done();
+      await flush();
+      timers.advance(0);
+      timers.advance(10);
+    }
+    expect(sent.length).toBeLessThanOrEqual(4);
+    expect(sent.map((b) => b.length)).toEqual([1, 500, 499]);
+    expect(sent.flat().sort()).toEqual([...keys].sort());
   });
 
   it('sends after maxOpenMs even while a batch is in flight and keys keep joining', () => {

@@ -9,10 +9,14 @@ import { realTimers, type Timers } from './timers.js';
  * - when it is full (`maxSize`), at once;
  * - else at the end of the tick it opened in (so keys arriving together
  *   travel together) — unless a batch of the group is in flight: then it
- *   collects until that one settles;
+ *   collects until that one settles, and goes at the end of the tick the
+ *   settling came in (keys already read in that tick join it);
  * - then, only if it already holds more than one key, it lingers until no key
- *   joined for `windowMs` (0: no linger) — a burst fills it instead of
- *   splitting into many small queries; a lone key never waits on a timer;
+ *   joined for `windowMs` (0: no linger), counted from its last join or from
+ *   the settling it waited for, whichever is later — a burst fills it instead
+ *   of splitting into many small queries, also when the event loop was too
+ *   busy during the flight to read the burst's next keys; a lone key never
+ *   waits on a timer;
  * - and at the latest once it has been open `maxOpenMs`, whatever is in flight.
  *
  * Pure apart from the timers.
@@ -28,7 +32,7 @@ interface OpenBatch<M> {
   readonly members: M[];
   readonly openedMs: number;
   lastJoinMs: number;
-  /** Set once the tick it opened in is over. */
+  /** Set once the tick it opened in, or the tick a flight of its group settled in, is over. */
   tickOver: boolean;
   policy: BatchPolicy;
   readonly dispatch: (members: M[]) => Promise<unknown>;
@@ -39,6 +43,8 @@ interface Group<M> {
   open: OpenBatch<M> | undefined;
   /** Batches of this group sent and not yet settled. */
   inflight: number;
+  /** When the last of them settled (monotonic ms): the open batch's quiet starts no earlier. */
+  settledMs: number;
 }
 
 export class BatchCollector<M> {
@@ -63,7 +69,7 @@ export class BatchCollector<M> {
   join(name: string, member: M, policy: BatchPolicy, dispatch: (members: M[]) => Promise<unknown>): void {
     let group = this.groups.get(name);
     if (group === undefined) {
-      group = { open: undefined, inflight: 0 };
+      group = { open: undefined, inflight: 0, settledMs: -Infinity };
       this.groups.set(name, group);
     }
     const now = this.clock.monotonicMs();
@@ -93,9 +99,11 @@ export class BatchCollector<M> {
     const now = this.clock.monotonicMs();
     const openLeft = maxOpenMs - (now - batch.openedMs);
     if (batch.members.length >= maxSize || openLeft <= 0) return this.send(name, group, batch);
-    // Keys of the same tick first; a settling batch of the group, or the end of the tick, brings it back.
-    if (!batch.tickOver || group.inflight > 0) return this.arm(name, group, batch, openLeft);
-    const quietLeft = windowMs - (now - batch.lastJoinMs);
+    // A settling batch of the group brings it back (or maxOpenMs does, if none settles in time).
+    if (group.inflight > 0) return this.arm(name, group, batch, openLeft);
+    // Keys of the same tick first: the end of the tick brings it back, no timer.
+    if (!batch.tickOver) return;
+    const quietLeft = windowMs - (now - Math.max(batch.lastJoinMs, group.settledMs));
     if (batch.members.length > 1 && quietLeft > 0) return this.arm(name, group, batch, Math.min(quietLeft, openLeft));
     this.send(name, group, batch);
   }
@@ -112,8 +120,16 @@ export class BatchCollector<M> {
     group.inflight += 1;
     const settled = () => {
       group.inflight -= 1;
-      if (group.open !== undefined) this.review(name, group, group.open);
-      else if (group.inflight === 0 && this.groups.get(name) === group) this.groups.delete(name);
+      group.settledMs = this.clock.monotonicMs();
+      const next = group.open;
+      if (next !== undefined) {
+        // Not before the end of this tick: keys whose requests are read in it (they waited while the flight held the loop) join first.
+        next.tickOver = false;
+        this.timers.soon(() => {
+          next.tickOver = true;
+          this.review(name, group, next);
+        });
+      } else if (group.inflight === 0 && this.groups.get(name) === group) this.groups.delete(name);
     };
     batch.dispatch(batch.members).then(settled, settled);
   }
