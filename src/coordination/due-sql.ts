@@ -36,6 +36,10 @@ import { RUN_STATUS, TABLES } from './tables.js';
  *   index lets hunt_run's history be skipped granule by granule;
  * - "no watermark" and "no request" are told apart from 0 by the `has_wm` and
  *   `has_req` markers, since a LEFT JOIN fills missing rows with defaults;
+ * - the rows and the count are each one flat SELECT over that one FROM, the rule
+ *   written once as WITH aliases (dueWith), joined with one-thread hash joins
+ *   (JOIN_SETTINGS); docs/tables.md#the-due-query says what was measured, and
+ *   #no-next-fire-index why there is no cheaper O(due) form;
  * - `now` is the ClickHouse server clock, or a bound `{now:Int64}` in tests.
  */
 export interface DueSqlOptions {
@@ -70,8 +74,16 @@ function nowExpr(options: DueSqlOptions): string {
 
 /** Rows (hunt_id, fire, requested, server_now) of every due hunt, oldest fire first. */
 export function dueRowsSql(database: string, options: DueSqlOptions = {}): string {
-  return `${dueRowsUnordered(database, options)}\nORDER BY fire ASC, hunt_id ASC`;
+  return `${dueRowsUnordered(database, options)}\nORDER BY fire ASC, hunt_id ASC\n${JOIN_SETTINGS}`;
 }
+
+/**
+ * The watermark and run-now joins build one hash table in one thread. The
+ * default (`parallel_hash` first) splits the build of the watermark side across
+ * threads and measured about a tenth more CPU at 1 M hunts, and more wall time
+ * on a busy machine, for the same answer (docs/tables.md#the-due-query).
+ */
+const JOIN_SETTINGS = "SETTINGS join_algorithm = 'hash'";
 
 /**
  * The due rule's expressions, over the `s` (schedule), `w` (watermark) and `r`
@@ -147,7 +159,8 @@ export function dueCountSql(database: string, options: DueSqlOptions = {}): stri
   return `
 ${dueWith(options)}
 SELECT count() AS value
-${dueFrom(database, options)}`;
+${dueFrom(database, options)}
+${JOIN_SETTINGS}`;
 }
 
 /** One row: the tick's clock, the shim's backlog count and the gate's due rows. */
@@ -177,6 +190,7 @@ FROM (${dueCountSql(database, outer)}
 ) AS c
 CROSS JOIN (
   SELECT groupArray(tuple(hunt_id, fire, requested, interval_seconds, phase_offset, owed_from)) AS due FROM (${dueRowsUnordered(database, outer)}
+  ${JOIN_SETTINGS}
   )
 ) AS d`;
 }
