@@ -36,6 +36,10 @@ import { RUN_STATUS, TABLES } from './tables.js';
  *   index lets hunt_run's history be skipped granule by granule;
  * - "no watermark" and "no request" are told apart from 0 by the `has_wm` and
  *   `has_req` markers, since a LEFT JOIN fills missing rows with defaults;
+ * - the rows and the count are each one flat SELECT over that one FROM, the rule
+ *   written once as WITH aliases (dueWith), joined with one-thread hash joins
+ *   (JOIN_SETTINGS); docs/tables.md#the-due-query says what was measured, and
+ *   #no-next-fire-index-issue-29 why there is no cheaper O(due) form;
  * - `now` is the ClickHouse server clock, or a bound `{now:Int64}` in tests.
  */
 export interface DueSqlOptions {
@@ -70,38 +74,43 @@ function nowExpr(options: DueSqlOptions): string {
 
 /** Rows (hunt_id, fire, requested, server_now) of every due hunt, oldest fire first. */
 export function dueRowsSql(database: string, options: DueSqlOptions = {}): string {
-  return `${dueRowsUnordered(database, options)}\nORDER BY fire ASC, hunt_id ASC`;
+  return `${dueRowsUnordered(database, options)}\nORDER BY fire ASC, hunt_id ASC\n${JOIN_SETTINGS}`;
 }
 
 /**
- * The due rows in no particular order: what a count or a groupArray reads, so
- * they do not pay for sorting up to a million rows they do not need in order.
+ * The watermark and run-now joins build one hash table in one thread. The
+ * default (`parallel_hash` first) splits the build of the watermark side across
+ * threads and measured about a tenth more CPU at 1 M hunts, and more wall time
+ * on a busy machine, for the same answer (docs/tables.md#the-due-query).
  */
-function dueRowsUnordered(database: string, options: DueSqlOptions): string {
+const JOIN_SETTINGS = "SETTINGS join_algorithm = 'hash'";
+
+/**
+ * The due rule's expressions, over the `s` (schedule), `w` (watermark) and `r`
+ * (run-now) of dueFrom: ONE place for the predicate, which the rows and the count
+ * both read. They are WITH aliases of one flat SELECT, not columns of a nested
+ * subquery: a level of nesting cost about 1 ms of the 10 ms the count takes at
+ * 1 k–10 k hunts (docs/tables.md#the-due-query).
+ */
+function dueWith(options: DueSqlOptions): string {
+  return `WITH
+  ${nowExpr(options)} AS now_s,
+  intDiv(now_s, s.interval_seconds) * s.interval_seconds + s.phase_offset AS current_fire,
+  if(now_s >= current_fire, current_fire, current_fire - s.interval_seconds) AS sched_fire,
+  (w.has_wm = 0 OR w.watermark < sched_fire) AS sched_owed,
+  r.req_fire AS req_fire,
+  (r.has_req = 1 AND (w.has_wm = 0 OR w.watermark < req_fire)) AS req_owed`;
+}
+
+/** The live scheduled hunts with their newest watermark and run-now request, kept when due. */
+function dueFrom(database: string, options: DueSqlOptions): string {
   const schedule = qualifiedTable(database, TABLES.schedule);
   const watermark = qualifiedTable(database, TABLES.watermark);
   const lease = qualifiedTable(database, TABLES.lease);
   const run = qualifiedTable(database, TABLES.run);
   const state = qualifiedTable(database, TABLES.state);
   const now = nowExpr(options);
-  return `
-SELECT hunt_id, toInt64(if(sched_owed, sched_fire, req_fire)) AS fire, toUInt8(NOT sched_owed) AS requested, now_s AS server_now,
-  interval_seconds, phase_offset, owed_from
-FROM (
-  SELECT
-    s.hunt_id AS hunt_id,
-    s.interval_seconds AS interval_seconds,
-    s.phase_offset AS phase_offset,
-    ${now} AS now_s,
-    intDiv(now_s, s.interval_seconds) * s.interval_seconds + s.phase_offset AS current_fire,
-    if(now_s >= current_fire, current_fire, current_fire - s.interval_seconds) AS sched_fire,
-    (w.has_wm = 0 OR w.watermark < sched_fire) AS sched_owed,
-    -- Aging (docs/runner.md#progress): where the owed window starts, the watermark; 0 for a
-    -- hunt that never ran (owed since it was added: it must not look newer at every tick).
-    toInt64(if(w.has_wm = 1, w.watermark, 0)) AS owed_from,
-    r.req_fire AS req_fire,
-    (r.has_req = 1 AND (w.has_wm = 0 OR w.watermark < req_fire)) AS req_owed
-  FROM (
+  return `FROM (
     SELECT hunt_id, interval_seconds, phase_offset
     FROM ${schedule} FINAL
     WHERE enabled = 1 AND interval_seconds > 0
@@ -124,13 +133,34 @@ FROM (
     WHERE status = '${RUN_STATUS.requested}' AND fire <= ${now}
     GROUP BY hunt_id
   ) AS r ON r.hunt_id = s.hunt_id
-)
 WHERE sched_owed OR req_owed`;
 }
 
-/** `value` = the number of due hunts: the shim's `backlog` query. */
+/**
+ * The due rows in no particular order: what a groupArray reads, so it does not
+ * pay for sorting up to a million rows it does not need in order.
+ */
+function dueRowsUnordered(database: string, options: DueSqlOptions): string {
+  return `
+${dueWith(options)}
+SELECT s.hunt_id AS hunt_id, toInt64(if(sched_owed, sched_fire, req_fire)) AS fire, toUInt8(NOT sched_owed) AS requested,
+  now_s AS server_now, s.interval_seconds AS interval_seconds, s.phase_offset AS phase_offset,
+  -- Aging (docs/runner.md#progress): where the owed window starts, the watermark; 0 for a
+  -- hunt that never ran (owed since it was added: it must not look newer at every tick).
+  toInt64(if(w.has_wm = 1, w.watermark, 0)) AS owed_from
+${dueFrom(database, options)}`;
+}
+
+/**
+ * `value` = the number of due hunts: the shim's `backlog` query. The rows' FROM and
+ * predicate, counted in the same flat SELECT (not a count() around the rows).
+ */
 export function dueCountSql(database: string, options: DueSqlOptions = {}): string {
-  return `SELECT count() AS value FROM (${dueRowsUnordered(database, options)}\n)`;
+  return `
+${dueWith(options)}
+SELECT count() AS value
+${dueFrom(database, options)}
+${JOIN_SETTINGS}`;
 }
 
 /** One row: the tick's clock, the shim's backlog count and the gate's due rows. */
@@ -160,6 +190,7 @@ FROM (${dueCountSql(database, outer)}
 ) AS c
 CROSS JOIN (
   SELECT groupArray(tuple(hunt_id, fire, requested, interval_seconds, phase_offset, owed_from)) AS due FROM (${dueRowsUnordered(database, outer)}
+  ${JOIN_SETTINGS}
   )
 ) AS d`;
 }
