@@ -223,7 +223,11 @@ min / median / max, and is judged on the median; \`npm run bench\` exits 1 when 
   then the shim's route (\`/keda/hunt-backlog\`, and \`/keda/pressure\` with a new service each
   time). Beside p50/p99: how many pairs had one side 20 ms slower than the other (a cause of
   the shim's own shows as an excess on its side; load hits both), the event-loop delay
-  (\`monitorEventLoopDelay\`) and the GC pauses of the shim's process over the run.
+  (\`monitorEventLoopDelay\`) and the GC pauses of the shim's process over the run, and
+  where the time went: the front times each query on its engine (from the engine call to the
+  last byte of its output) and, since it runs one at a time in the order sent, each answer is
+  split into the engine's time and the rest (client, HTTP, the front's JS; on the shim's side
+  the shim too), with the share of the slowest 1 %'s excess over p50 that was the engine's.
 - **distinct keys one at a time**: 5 000 new pressure services one after another through the
   shim, against 5 000 one-by-one queries sent straight to the front, in interleaved chunks of
   500; then 1 000 of them at once on as many connections, counting ClickHouse queries.
@@ -244,31 +248,54 @@ min / median / max, and is judged on the median; \`npm run bench\` exits 1 when 
 ## One connection: where the tail went
 
 Issue 29 measured, at one connection through an HTTP front, a p50 of ~21 ms and a p99 of
-~60 ms: a fixed ~40 ms on a few percent of fresh answers. What the shim does on that path was
-profiled piece by piece with the one-connection figures above:
+~60 ms: a fixed ~40 ms on a few percent of fresh answers. The batch window was that fixed
+delay, on every fresh \`pressure\` answer: a new service waited \`window_ms\` (10 ms) for
+company that at one connection never comes. A batch now never waits alone
+(docs/catalogue.md#batch), and a batch of one key runs the one-by-one SQL.
 
-- **the batch window** was one fixed delay, on every fresh \`pressure\` answer: a new service
-  waited \`window_ms\` (10 ms) for company that at one connection never comes. A batch now
-  never waits alone (docs/catalogue.md#batch), and a batch of one key runs the one-by-one SQL.
-- **event loop and GC**: the bench line reports the loop's delay (p99, max) and the GC pauses
-  of the shim's process over the run; on this machine their peaks came with the machine's
-  load (below), so they could not be told apart from it.
+What was left is a tail, and it is the front's engine. Each figure above splits its answers
+(the split is part of the line): in three runs at load averages 8 to 26, the engine's own time
+had a p99 4.5 to 21 × its p50, the same on the shim's queries and on the direct ones, and it
+was 70 to 98 % of the excess over p50 of the slowest 1 % of answers, on both sides alike. The
+engine is chdb behind the front: each query goes to libuv's thread pool and then to the
+engine's own threads, which on this machine's two cores wait behind every other job. Without
+the engine's time the rest had a p50 of 1.9 to 2.4 ms on the direct side and 2.7 to 3.4 ms on
+the shim's, and a p99 of 11 to 45 ms on both. Each suspect on the shim's own path, measured:
+
+- **event loop and GC**: a fresh answer allocates about 100 KB in the bench process
+  (sampling heap profiler; the shim, its ClickHouse client and the bench's HTTP client), of
+  which @clickhouse/client's request is about 38 KB, as on the direct side; a scavenge comes
+  every ~1.7 s at one connection, and nothing is retained (about 1 MB live after 1 500
+  answers). The pauses followed the load, 5 to 270 ms; \`--single-threaded-gc\` did not shorten
+  them (68–73 ms at load 20), so the process was waiting for a core, not for its GC helpers.
+- **the CPU profile** of the shim's side (\`Profiler\` over 2 000 fresh answers): the shim's
+  own modules take about 0.1 ms of CPU per answer, Fastify and its router 0.05 ms,
+  prom-client 0.03 ms; the rest is Node's HTTP and stream machinery on both hops. The most
+  sampled frame, \`writev\`, is the write that wakes the front: on a loaded machine the writer
+  is preempted there, on both sides.
+- **timers**: the deadline and the abort timer per answer, both cleared; a lone \`pressure\`
+  key waits one \`setImmediate\` (the same turn of the loop) for keys of its tick. Both sides
+  share one more: @clickhouse/client waits a \`setTimeout(0)\` (1 ms) before every request
+  (so its idle-socket timers can run first), part of the ~2 ms outside the engine.
 - **snapshot writes** run off the request path (an interval timer, the file written and
-  fsynced by the thread pool); the catalogue check every 2 s reads and hashes two small files;
-  no other timer runs per answer but the deadline's and the abort's, both cleared.
-- **the HTTP agent**: Node's agent sets \`TCP_NODELAY\` on every socket it opens (Node 20's
-  default), so a request written in more than one piece never waits for the server's delayed
-  ACK; the keep-alive socket is reused (LIFO) between polls 20 ms apart, well inside
-  \`idle_socket_ttl\` (2.5 s).
+  fsynced by the thread pool). The catalogue check every 2 s reads and hashes two small files
+  on the thread pool: 0.1 ms at p50; its synchronous part (finding the built-in file) 9 µs.
+- **the HTTP agent**: 500 fresh polls used one socket to the front (\`ss\`): the keep-alive
+  socket is reused between polls, well inside \`idle_socket_ttl\` (2.5 s), and Node 20's agent
+  sets \`TCP_NODELAY\`, so no request waits for a delayed ACK.
 - **pino**: no line per request (request logging is off, the request logger is made lazily).
+- **the front**: one query at a time on one engine connection; its tables take no merges
+  during the run (\`system.merges\` empty, parts unchanged). \`max_threads = 1\` on the engine
+  was no steadier than its default of 2 (interleaved, p99/p50 11–14 × either way at load 25),
+  so the front is left as it was; both sides keep going to the same front in the same run.
 
-On this machine, shared by other builds (load average 13–27 during these runs), the slow
-pairs came out about even for the backlog (176 pairs the shim 20 ms slower, 162 the direct
-query) and leaned to the shim for pressure (156 against 99): under CPU contention the shim's
-side does more work in the one bench process (the HTTP server, then the client), so it waits
-more for a core. Whether the outside front's ~40 ms
-(the delayed-ACK figure of Linux) comes from that front's write pattern was not reproduced
-here; the p99 ≤ 1.3 × p50 goal is judged by the bench line above and was not met at that load.
+So the shim adds about 0.6 to 1.0 ms at p50. A probe that interleaved a third side, a bare
+Fastify route answering with the same \`runCompact\` call, put 0.42–0.44 ms of the median
+0.70–0.79 ms in the HTTP hop itself and 0.28–0.31 ms in the shim's own work (load 10–15).
+Under load it also takes a share of the tail in proportion to the CPU it needs; the tail
+itself came from the engine waiting for CPU. The p99 ≤ 1.3 × p50 goal is judged by the bench
+line above; on this machine, where the engine alone has a p99 several times its p50, it was
+not met.
 
 ## The cached path
 

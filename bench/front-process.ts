@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { openClickHouse } from '../src/clickhouse/client.js';
 import { loadConfig } from '../src/config/load.js';
 import { createOtelGaugeTable, insertGaugePoints } from '../src/pressure/otel-table.js';
@@ -14,6 +15,10 @@ import { seedDue } from './due-query.js';
  * shares the event loop of the shim being measured. Seeds `<database>` with `hunts` hunts
  * (the due-query bench's fleet) and a pressure reading for `services` services, then prints
  * the front's URL on one line. Arguments: database hunts services.
+ *
+ * Each query's engine time is kept (the front's `onEngineTime`); a line `engine-times` on
+ * stdin is answered with one line on stdout, the JSON array of those since the last ask, in
+ * the order the queries came (so a bench sending one query at a time can pair them up).
  */
 const [database = 'bench_one', huntsArg = '40', servicesArg = '5000'] = process.argv.slice(2);
 const path = mkdtempSync(join(tmpdir(), 'dfe-bench-front-'));
@@ -24,8 +29,14 @@ const nowNs = BigInt(Date.now()) * 1_000_000n;
 // Readings 10 minutes into the future: every pressure window of the run sees them.
 const points = Array.from({ length: Number(servicesArg) }, (_, i) => ({ serviceName: `svc-${i}`, metricName: PRESSURE_METRIC, value: i % 100, timeUnixNs: nowNs + 600_000_000_000n }));
 await insertGaugePoints(engine.client, database, points);
-const front = await startEngineFront(engine);
+let engineTimes: number[] = [];
+const front = await startEngineFront(engine, { onEngineTime: (ms) => engineTimes.push(ms) });
 console.log(front.url);
+createInterface({ input: process.stdin }).on('line', (line) => {
+  if (line.trim() !== 'engine-times') return;
+  console.log(JSON.stringify(engineTimes));
+  engineTimes = [];
+});
 const stop = async () => {
   await front.close();
   await engine.close();

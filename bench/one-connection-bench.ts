@@ -25,20 +25,29 @@ const CHUNK = 500;
 
 interface Front {
   readonly url: string;
+  /** The engine time (ms) of each query the front ran since the last call, in order (front-process.ts). */
+  engineTimes(): Promise<number[]>;
   stop(): Promise<void>;
 }
 
 async function startFront(): Promise<Front> {
   const script = new URL('./front-process.js', import.meta.url).pathname;
-  const child: ChildProcess = spawn(process.execPath, [script, DATABASE, String(HUNTS), String(SERVICES)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child: ChildProcess = spawn(process.execPath, [script, DATABASE, String(HUNTS), String(SERVICES)], { stdio: ['pipe', 'pipe', 'inherit'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-  const url = await new Promise<string>((resolve, reject) => {
-    lines.once('line', (line) => resolve(line.trim()));
-    void exited.then(() => reject(new Error('the front process exited before printing its URL')));
-  });
+  const nextLine = () =>
+    new Promise<string>((resolve, reject) => {
+      lines.once('line', (line) => resolve(line.trim()));
+      void exited.then(() => reject(new Error('the front process exited')));
+    });
+  const url = await nextLine();
   return {
     url,
+    async engineTimes() {
+      const answer = nextLine();
+      child.stdin?.write('engine-times\n');
+      return JSON.parse(await answer) as number[];
+    },
     async stop() {
       child.kill('SIGTERM');
       const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
@@ -89,8 +98,38 @@ async function timeDirect(client: ClickHouseHandle, query: CompiledQuery, params
 
 const load = (): string => `load ${(loadavg()[0] ?? 0).toFixed(1)}`;
 
+/**
+ * Where the tail was: each answer split into the front's engine time for its query (the
+ * front runs them one at a time, in the order sent, so the i-th pair's queries are the
+ * engine times 2i and 2i+1) and the rest (the client, HTTP, the front's JS; for the shim
+ * also the shim itself). Undefined when the front did not run exactly one query per answer.
+ */
+function engineSplit(engine: readonly number[], straight: readonly number[], viaShim: readonly number[]): string | undefined {
+  if (engine.length !== 2 * straight.length || straight.length !== viaShim.length) return undefined;
+  const ofDirect = straight.map((_, i) => engine[2 * i] ?? 0);
+  const ofShim = viaShim.map((_, i) => engine[2 * i + 1] ?? 0);
+  const side = (label: string, total: readonly number[], eng: readonly number[]) => {
+    const rest = total.map((t, i) => t - (eng[i] ?? 0));
+    const p50 = percentile(total, 50);
+    const p99 = percentile(total, 99);
+    const engineP50 = percentile(eng, 50);
+    // The slowest 1 %: how much of their excess over p50 was the engine's own excess over its p50.
+    let excess = 0;
+    let engineExcess = 0;
+    total.forEach((t, i) => {
+      if (t < p99) return;
+      excess += t - p50;
+      engineExcess += (eng[i] ?? 0) - engineP50;
+    });
+    const share = excess > 0 ? `${Math.round((100 * engineExcess) / excess)}%` : 'n/a';
+    const [e50, e99, r50, r99] = [engineP50, percentile(eng, 99), percentile(rest, 50), percentile(rest, 99)];
+    return `${label}: engine p50 ${ms(e50)}, p99 ${ms(e99)} (${(e99 / e50).toFixed(2)}×), the rest p50 ${ms(r50)}, p99 ${ms(r99)}; engine ${share} of the slowest 1%'s excess`;
+  };
+  return `${side('shim', viaShim, ofShim)}; ${side('direct', straight, ofDirect)}`;
+}
+
 /** One route at one connection: PAIRS interleaved (direct, shim) pairs after a warm-up. */
-async function oneRoute(shim: BenchShim, direct: ClickHouseHandle, name: 'backlog' | 'pressure'): Promise<BenchLine> {
+async function oneRoute(front: Front, shim: BenchShim, direct: ClickHouseHandle, name: 'backlog' | 'pressure'): Promise<BenchLine> {
   const query = shim.shim.catalogue.current().queries.get(name);
   if (query === undefined) throw new Error(`no ${name} query in the catalogue`);
   const agent = new Agent({ connections: 1 });
@@ -104,6 +143,7 @@ async function oneRoute(shim: BenchShim, direct: ClickHouseHandle, name: 'backlo
     const viaShim: number[] = [];
     const straight: number[] = [];
     let notFresh = 0;
+    await front.engineTimes(); // the warm-up's
     const watch = watchLoop();
     for (let i = 0; i < PAIRS; i++) {
       straight.push(await timeDirect(direct, query, params(i)));
@@ -112,6 +152,8 @@ async function oneRoute(shim: BenchShim, direct: ClickHouseHandle, name: 'backlo
       if (got.source !== 'fresh') notFresh += 1;
     }
     const loop = watch.stop();
+    const engine = await front.engineTimes();
+    const split = engineSplit(engine, straight, viaShim) ?? `engine times not paired (${engine.length} queries for ${PAIRS} pairs)`;
     const p50 = percentile(viaShim, 50);
     const p99 = percentile(viaShim, 99);
     const d50 = percentile(straight, 50);
@@ -129,7 +171,8 @@ async function oneRoute(shim: BenchShim, direct: ClickHouseHandle, name: 'backlo
       measured:
         `p50 ${ms(p50)}, p99 ${ms(p99)} (${tail.toFixed(2)}× p50); added p50 ${ms(added)}${notFresh ? `; ${notFresh} not fresh` : ''}; ` +
         `${slowerBy(viaShim, straight)} pairs shim ≥ 20 ms slower, ${slowerBy(straight, viaShim)} direct ≥ 20 ms slower; ` +
-        `event loop delay p99 ${ms(loop.delayP99Ms)}, max ${ms(loop.delayMaxMs)}; ${loop.gcs} GCs (longest ${ms(loop.gcMaxMs)}); ${load()}`,
+        `event loop delay p99 ${ms(loop.delayP99Ms)}, max ${ms(loop.delayMaxMs)}; ${loop.gcs} GCs (longest ${ms(loop.gcMaxMs)}); ` +
+        `at the front, ${split}; ${load()}`,
       baseline: `the same SQL straight to the front (the shim's client settings): p50 ${ms(d50)}, p99 ${ms(d99)} (${(d99 / d50).toFixed(2)}× p50)`,
       goal: 'added p50 ≤ 1 ms, p99 ≤ 1.3× p50, every answer fresh',
       outcome: goal(added <= 1 && tail <= 1.3 && notFresh === 0),
@@ -197,12 +240,12 @@ async function distinctKeys(shim: BenchShim, direct: ClickHouseHandle): Promise<
   return lines;
 }
 
-async function withShim<T>(run: (shim: BenchShim, direct: ClickHouseHandle) => Promise<T>): Promise<T> {
+async function withShim<T>(run: (shim: BenchShim, direct: ClickHouseHandle, front: Front) => Promise<T>): Promise<T> {
   const front = await startFront();
   const direct = await openClickHouse(loadConfig({ DFE_CLICKHOUSE_URL: front.url }).clickhouse);
   const shim = await startBenchShim(`queries:\n  pressure:\n    database: ${DATABASE}\n`, { url: front.url }, { DFE_CLICKHOUSE_DATA_DATABASE: DATABASE });
   try {
-    return await run(shim, direct);
+    return await run(shim, direct, front);
   } finally {
     await shim.close();
     await direct.close();
@@ -211,7 +254,7 @@ async function withShim<T>(run: (shim: BenchShim, direct: ClickHouseHandle) => P
 }
 
 export function benchOneConnection(): Promise<BenchLine[]> {
-  return withShim(async (shim, direct) => [await oneRoute(shim, direct, 'backlog'), await oneRoute(shim, direct, 'pressure')]);
+  return withShim(async (shim, direct, front) => [await oneRoute(front, shim, direct, 'backlog'), await oneRoute(front, shim, direct, 'pressure')]);
 }
 
 export function benchDistinctKeys(): Promise<BenchLine[]> {

@@ -41,6 +41,12 @@ export interface EngineFrontOptions {
    * on the engine's one connection, one at a time.
    */
   readonly pooled?: boolean;
+  /**
+   * Called with each query's engine time in ms (from the engine call to the last byte of its
+   * output; the HTTP around it not counted): the one-connection bench splits a slow answer
+   * into the engine's part and the rest (bench/one-connection-bench.ts).
+   */
+  readonly onEngineTime?: (ms: number) => void;
 }
 
 /** A setting name as ClickHouse spells them; a pooled front puts each back with `SET <name> = DEFAULT`. */
@@ -49,7 +55,7 @@ const SETTING_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export async function startEngineFront(engine: ClickHouseHandle, options: EngineFrontOptions = {}): Promise<EngineFront> {
   let queries = 0;
   const pool = options.pooled ? engine.statementSessions() : undefined;
-  const run = async (query: string, params: Record<string, string>, settings: Record<string, string>): Promise<Buffer> => {
+  const runOnEngine = async (query: string, params: Record<string, string>, settings: Record<string, string>): Promise<Buffer> => {
     const exec = async (client: ClickHouseHandle['client']): Promise<Buffer> => {
       const { stream } = await client.exec({ query, query_params: params, clickhouse_settings: settings });
       const out: Buffer[] = [];
@@ -69,6 +75,18 @@ export async function startEngineFront(engine: ClickHouseHandle, options: Engine
       }
     });
   };
+  const observe = options.onEngineTime;
+  const run =
+    observe === undefined
+      ? runOnEngine
+      : async (query: string, params: Record<string, string>, settings: Record<string, string>): Promise<Buffer> => {
+          const started = performance.now();
+          try {
+            return await runOnEngine(query, params, settings);
+          } finally {
+            observe(performance.now() - started);
+          }
+        };
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
