@@ -56,6 +56,24 @@ const SERVER_NOW = 'toInt64(toUnixTimestamp(now()))';
 type Num = number | string;
 type RawLease = { owner: string; fire: Num; lease_until: Num; claimed_text: string };
 
+/** The `(hunt_id, fire)` pairs of `{hunts}` and `{fires}`, one row each, as a subquery. */
+const HUNT_FIRES = `(
+         SELECT tupleElement(hf, 1) AS hunt_id, tupleElement(hf, 2) AS fire
+         FROM (SELECT arrayJoin(arrayZip({hunts:Array(String)}, {fires:Array(Int64)})) AS hf)
+       )`;
+
+/**
+ * Each of `{hunts}` whose newest lease row is ONE row of `{owner}` (no tie with another owner or
+ * fire), with that row's fire as `top_fire`: where this owner may write next (docs/claim-protocol.md#the-window-chain-in-the-table-protocol).
+ * `having`: a further condition on the newest row(s).
+ */
+const ownNewestSql = (lease: string, having = ''): string =>
+  `SELECT hunt_id, any(fire) AS top_fire FROM ${lease}
+       WHERE hunt_id IN {hunts:Array(String)}
+         AND (hunt_id, claimed) IN (SELECT hunt_id, max(claimed) FROM ${lease} WHERE hunt_id IN {hunts:Array(String)} GROUP BY hunt_id)
+       GROUP BY hunt_id
+       HAVING uniqExact(owner, fire) = 1 AND any(owner) = {owner:String}${having}`;
+
 const toLease = (r: RawLease): LeaseRow => ({ owner: r.owner, fire: Number(r.fire), leaseUntil: Number(r.lease_until), claimed: r.claimed_text });
 
 export class Coordinator {
@@ -213,10 +231,7 @@ export class Coordinator {
     await this.write(
       `INSERT INTO ${this.lease} (hunt_id, owner, fire, lease_until, claimed)
        SELECT c.hunt_id, {owner:String}, ${fire}, ${this.now} + {lease:Int64}, now64(3)
-       FROM (
-         SELECT tupleElement(hf, 1) AS hunt_id, tupleElement(hf, 2) AS fire
-         FROM (SELECT arrayJoin(arrayZip({hunts:Array(String)}, {fires:Array(Int64)})) AS hf)
-       ) AS c
+       FROM ${HUNT_FIRES} AS c
        ${joins}
        WHERE c.hunt_id NOT IN (
          SELECT hunt_id FROM (
@@ -287,17 +302,8 @@ export class Coordinator {
     await this.write(
       `INSERT INTO ${this.lease} (hunt_id, owner, fire, lease_until)
        SELECT c.hunt_id, {owner:String}, c.fire, ${until}
-       FROM (
-         SELECT tupleElement(hf, 1) AS hunt_id, tupleElement(hf, 2) AS fire
-         FROM (SELECT arrayJoin(arrayZip({hunts:Array(String)}, {fires:Array(Int64)})) AS hf)
-       ) AS c
-       WHERE (c.hunt_id, c.fire) IN (
-         SELECT hunt_id, any(fire) FROM ${this.lease}
-         WHERE hunt_id IN {hunts:Array(String)}
-           AND (hunt_id, claimed) IN (SELECT hunt_id, max(claimed) FROM ${this.lease} WHERE hunt_id IN {hunts:Array(String)} GROUP BY hunt_id)
-         GROUP BY hunt_id
-         HAVING uniqExact(owner, fire) = 1 AND any(owner) = {owner:String}
-       )`,
+       FROM ${HUNT_FIRES} AS c
+       WHERE (c.hunt_id, c.fire) IN (SELECT hunt_id, top_fire FROM (${ownNewestSql(this.lease)}))`,
       { owner, hunts: held.map((h) => h.huntId), fires: held.map((h) => h.fire), ...(leaseSeconds === 'release' ? {} : { lease: leaseSeconds }) },
     );
   }
@@ -313,11 +319,7 @@ export class Coordinator {
     if (huntIds.length === 0) return;
     await this.write(
       `INSERT INTO ${this.lease} (hunt_id, owner, fire, lease_until)
-       SELECT hunt_id, {owner:String}, any(fire), toInt64(0) FROM ${this.lease}
-       WHERE hunt_id IN {hunts:Array(String)}
-         AND (hunt_id, claimed) IN (SELECT hunt_id, max(claimed) FROM ${this.lease} WHERE hunt_id IN {hunts:Array(String)} GROUP BY hunt_id)
-       GROUP BY hunt_id
-       HAVING uniqExact(owner, fire) = 1 AND any(owner) = {owner:String} AND max(lease_until) > 0`,
+       SELECT hunt_id, {owner:String}, top_fire, toInt64(0) FROM (${ownNewestSql(this.lease, ' AND max(lease_until) > 0')})`,
       { owner, hunts: huntIds },
     );
   }
