@@ -19,7 +19,11 @@ import { annotate, failCurrentSpan, startSpan, withSpan } from '../telemetry/tra
  */
 export interface RunnerEvents {
   tick?(record: TickRecord): void;
-  /** `plannedAt`: the ClickHouse clock (epoch seconds) of the tick that planned the claim. */
+  /**
+   * `fire`: the fire claimed — for a won claim the one it holds, which a retake makes an earlier
+   * one than planned — else the one planned. `plannedAt`: the ClickHouse clock (epoch seconds) of
+   * the tick that planned the claim.
+   */
   claim?(event: { runnerId: string; huntId: string; fire: number; plannedAt: number; outcome: ClaimMetricOutcome }): void;
   statement?(event: { runnerId: string; huntId: string; fire: number; index: number }): void;
   /** `skipped`: the range the catch-up bound left out of `window`, if any. */
@@ -135,10 +139,10 @@ function leaseLost(ctx: FireContext, held: HeldClaim): void {
   );
 }
 
-function claimed(ctx: FireContext, planned: PlannedRun, outcome: ClaimMetricOutcome): void {
+function claimed(ctx: FireContext, planned: PlannedRun, outcome: ClaimMetricOutcome, fire = planned.fire): void {
   ctx.metrics.claims.inc({ outcome });
   const plannedAt = planned.fire + planned.latenessSeconds;
-  ctx.events.claim?.({ runnerId: ctx.runnerId, huntId: planned.spec.huntId, fire: planned.fire, plannedAt, outcome });
+  ctx.events.claim?.({ runnerId: ctx.runnerId, huntId: planned.spec.huntId, fire, plannedAt, outcome });
 }
 
 /**
@@ -193,11 +197,11 @@ async function claimedFire(ctx: FireContext, planned: PlannedRun, claim: ClaimOu
     // Already run: the watermark is past the fire, or past the window's start (a stale claim from an old watermark).
     if (claim.watermark !== null && (claim.watermark >= fire || claim.watermark > claimedWindow.startSeconds)) {
       annotate({ 'dfe.claim.outcome': 'already_run' });
-      claimed(ctx, planned, 'already_run');
+      claimed(ctx, planned, 'already_run', fire);
       await ctx.claims.release(claim.held, { succeeded: true });
       return;
     }
-    claimed(ctx, planned, 'won');
+    claimed(ctx, planned, 'won', fire);
     log.debug({ window: claimedWindow, watermark: claim.watermark, planned: planned.fire }, 'claim won; the run starts');
     ctx.onRunStart?.(spec.huntId);
     const bound = effectiveMaxCatchup(planned.intervalSeconds, ctx.maxCatchupSeconds, spec.maxCatchupSeconds);
