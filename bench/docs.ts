@@ -323,8 +323,8 @@ never repeats, so its clock expressions never reach three uses) and is not chang
 of its tail on a quiet machine was not found here: on this machine, busy (load 6–8) for the
 whole session, its slowest 1 % in-process used 1.2 × the median CPU (waiting, not work), none
 of Node's GCs lined up with them, and no engine event stood out among its CPU-heaviest 2 %.
-The bench lines themselves stayed load-bound in that session (engine p99 2.6–12.5 × p50 before and
-after, two runs each at load 5.4–6.6), so they do not show the change yet.
+The bench lines themselves stayed load-bound in that session (engine p99 2.6–13.8 × p50 before and
+after, three runs each at load 3.3–7.5), so they do not show the change yet.
 
 So the shim adds about 0.6 to 1.0 ms at p50. A probe that interleaved a third side, a bare
 Fastify route answering with the same \`runCompact\` call, put 0.42–0.44 ms of the median
