@@ -289,6 +289,43 @@ the shim's, and a p99 of 11 to 45 ms on both. Each suspect on the shim's own pat
   was no steadier than its default of 2 (interleaved, p99/p50 11–14 × either way at load 25),
   so the front is left as it was; both sides keep going to the same front in the same run.
 
+On a quiet machine (load about 1.3) the engine's own p99 was still 2.07 × its p50 on the due
+count (11 → 22 ms) and 1.49 × on \`pressure\`. The count's part of that was a compile, once a
+second. Sent 400 times in a row to the front (and likewise in one process with the front's
+engine and its 40 hunts), the engine's \`CompileFunction\` counter rose by one about every
+1 000 ms (11 in 11 s through the front, 6 in 6.4 s in-process), and that one query took
+23–24 ms of CPU instead of 10: the compile itself, 12.5–13 ms (\`CompileExpressionsMicroseconds\`).
+ClickHouse compiles an expression to machine code once it has been used three times
+(\`min_count_to_compile_expression\`), keyed by the expression with its constants, and the due
+rule's clock, \`now()\`, was a constant: every new second was a new expression, compiled on its
+third use and dropped at the next second. A server does the same, so the fix is in the SQL, not
+the front: the rule reads the clock as a column (\`materialize(now())\`, src/coordination/due-sql.ts),
+the expression is the same every second, compiled once at start and never again (0 compiles
+in 400 counts, through the front and in-process). Process CPU per count, 2 000 counts in a row,
+two runs each at load 6–7: before, p50 9.6 / 9.5 ms and p99 22.6 / 22.1 ms (2.35 / 2.32 ×),
+with 25 / 28 counts 8 ms or more over the median, about one a second; after, p50 10.6 / 9.4 ms
+and p99 14.7 / 13.1 ms (1.39 × both), 7 / 6 such counts. Compiled or not, the count costs the
+same: interleaved pairs, CPU ratio compile on / off 0.997–1.000 at 1 k hunts, 0.996–1.014 at
+100 k, 0.986–1.001 at 1 M, and the new SQL against the old 0.999–1.006, 1.007–1.032 and
+0.967–1.013 (the due parity and versions tests pass). \`SETTINGS compile_expressions = 0\` on the
+count was tried first and is not enough: inside the shim's one-row wrap (\`SELECT * FROM (…)
+LIMIT 1\`) the compile still came once a second.
+
+Excluded in the engine, with numbers: chdb runs no asynchronous metrics (no
+\`system.asynchronous_metrics\`, no AsyncMetrics thread although the server setting reads 1 s)
+and has no system log tables (no \`query_log\`, \`trace_log\`, \`metric_log\`, \`part_log\`, … in
+database \`system\`), so nothing there flushes or merges on a timer; without a trace log there is
+no trace collector, and the query profiler on or off made no difference (interleaved, CPU p50
+9.9 / 10.1 ms, p99 16.5 / 16.4 ms). Over 10 s of counts, the engine's background threads used
+20 ms of CPU (MemoryWorker; the background pools none); the rest was the queries, on libuv's
+four threads and the global pool. \`pressure\` compiles nothing after its warm-up (\`now64(9)\`
+never repeats, so its clock expressions never reach three uses) and is not changed; what is left
+of its tail on a quiet machine was not found here: on this machine, busy (load 6–8) for the
+whole session, its slowest 1 % in-process used 1.2 × the median CPU (waiting, not work), none
+of Node's GCs lined up with them, and no engine event stood out among its CPU-heaviest 2 %.
+The bench lines themselves stayed load-bound in that session (engine p99 2.6–13.8 × p50 before and
+after, three runs each at load 3.3–7.5), so they do not show the change yet.
+
 So the shim adds about 0.6 to 1.0 ms at p50. A probe that interleaved a third side, a bare
 Fastify route answering with the same \`runCompact\` call, put 0.42–0.44 ms of the median
 0.70–0.79 ms in the HTTP hop itself and 0.28–0.31 ms in the shim's own work (load 10–15).

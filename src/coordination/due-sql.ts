@@ -91,10 +91,18 @@ const JOIN_SETTINGS = "SETTINGS join_algorithm = 'hash'";
  * both read. They are WITH aliases of one flat SELECT, not columns of a nested
  * subquery: a level of nesting cost about 1 ms of the 10 ms the count takes at
  * 1 k–10 k hunts (docs/tables.md#the-due-query).
+ *
+ * `now_s` is a column (`materialize`), not a constant. ClickHouse compiles an expression to
+ * machine code once it has been used three times (`min_count_to_compile_expression`), keyed
+ * by the expression with its constants: with the clock as a constant every new second was a
+ * new expression, so a count asked three or more times a second paid a compile of about
+ * 13 ms once a second (doubling that answer) for code used until the next second. As a
+ * column the expression is the same every second, compiled once and kept
+ * (docs/performance.md#one-connection-where-the-tail-went).
  */
 function dueWith(options: DueSqlOptions): string {
   return `WITH
-  ${nowExpr(options)} AS now_s,
+  materialize(${nowExpr(options)}) AS now_s,
   intDiv(now_s, s.interval_seconds) * s.interval_seconds + s.phase_offset AS current_fire,
   if(now_s >= current_fire, current_fire, current_fire - s.interval_seconds) AS sched_fire,
   (w.has_wm = 0 OR w.watermark < sched_fire) AS sched_owed,
