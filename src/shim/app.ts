@@ -9,6 +9,7 @@ import { DfeError, describeError, showValue } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import { tracingOn } from '../telemetry/trace.js';
 import { AuthGuard } from './auth.js';
+import { closingResponses } from './closing-response.js';
 import type { ShimContext, ShimRouteOptions } from './context.js';
 import { shimErrorHandler } from './error-handler.js';
 import { QueryExecutor } from './executor.js';
@@ -135,8 +136,10 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
   // Mutual TLS (docs/security.md): with a client CA, the TLS handshake itself
   // refuses a client without a certificate signed by it — before any HTTP.
   const clientCa = shim.tls?.clientCaFile;
+  const responses = closingResponses();
   const https = shim.tls
     ? {
+        ServerResponse: responses.ServerResponse,
         cert: readConfiguredFile(shim.tls.certFile, 'DFE_KEDA_SHIM_TLS_CERT_FILE'),
         key: readConfiguredFile(shim.tls.keyFile, 'DFE_KEDA_SHIM_TLS_KEY_FILE'),
         ...(clientCa === undefined
@@ -150,7 +153,7 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
     // KEDA polls every few seconds: per-request info logs are noise, and URLs may carry api_key.
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: lazyChildLogger,
-    ...(https ? { https } : {}),
+    ...(https ? { https } : { http: { ServerResponse: responses.ServerResponse } }),
   }) as unknown as FastifyInstance;
   app.decorate('shim', ctx);
   logCatalogueWarnings(logger, deps.catalogue.current().queries.values());
@@ -160,19 +163,12 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
   });
   app.addHook('preClose', async () => {
     ctx.lifecycle.state = 'closing';
+    // Answers in flight end their keep-alive socket (closing-response.ts).
+    responses.closeAfterAnswer();
   });
   app.addHook('onClose', async () => {
     unsubscribe();
     await lastGood.close();
-  });
-  // A request in flight when close began came on a keep-alive socket that
-  // Node's server.close() only reaps when idle: end it with this answer, or
-  // close would wait for the client to hang up.
-  // Callback-style, not async: this runs on every answer and a promise per hook is measurable.
-  app.addHook('onSend', (request, reply, payload, done) => {
-    if (ctx.lifecycle.state === 'closing') void reply.header('connection', 'close');
-    endPollSpan(request, reply);
-    done(null, payload);
   });
   // The per-answer debug line costs even when dropped, so the hook exists only at debug level.
   if (logger.isLevelEnabled('debug')) {
@@ -181,8 +177,15 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
       done();
     });
   }
-  // A span per poll when tracing is on (poll-span.ts): it wraps the handlers of the routes registered below.
-  if (tracingOn()) tracePolls(app);
+  // A span per poll when tracing is on (poll-span.ts): it wraps the handlers of the routes registered below,
+  // and the onSend hook ends it. Callback-style, not async: a promise per hook is measurable.
+  if (tracingOn()) {
+    tracePolls(app);
+    app.addHook('onSend', (request, reply, payload, done) => {
+      endPollSpan(request, reply);
+      done(null, payload);
+    });
+  }
   await app.register(shimPlugin, { ctx });
   return app;
 }
