@@ -19,7 +19,7 @@ import { ShimMetrics } from './metrics.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { openApiRoutes } from './routes/openapi.js';
-import { lazyChildLogger } from './request-logger.js';
+import { lazyChildLoggerOf } from './request-logger.js';
 import { queryRoutes } from './routes/query.js';
 import { statusRoutes } from './routes/status.js';
 import { StatusBoard } from './status-board.js';
@@ -149,12 +149,15 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
     : null;
   // The https option changes Fastify's server generic; routes do not care which server carries them.
   const app = Fastify({
-    loggerInstance: logger,
+    // No loggerInstance: Fastify given a logger times every answer and listens for its end, to log
+    // it, which the shim never does (below). Each request still gets a logger of the shim's
+    // (childLoggerFactory) and app.log is the shim's, so every line logged is as before.
     // KEDA polls every few seconds: per-request info logs are noise, and URLs may carry api_key.
     logController: new LogController({ disableRequestLogging: true }),
-    childLoggerFactory: lazyChildLogger,
+    childLoggerFactory: lazyChildLoggerOf(logger),
     ...(https ? { https } : { http: { ServerResponse: responses.ServerResponse } }),
   }) as unknown as FastifyInstance;
+  app.log = logger;
   app.decorate('shim', ctx);
   logCatalogueWarnings(logger, deps.catalogue.current().queries.values());
   const unsubscribe = deps.catalogue.subscribe((event) => onCatalogueEvent(ctx, logger, event));
