@@ -23,7 +23,7 @@ import { lazyChildLoggerOf } from './request-logger.js';
 import { queryRoutes } from './routes/query.js';
 import { statusRoutes } from './routes/status.js';
 import { StatusBoard } from './status-board.js';
-import { endPollSpan, tracePolls } from './poll-span.js';
+import { tracePolls } from './poll-span.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -180,15 +180,8 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
       done();
     });
   }
-  // A span per poll when tracing is on (poll-span.ts): it wraps the handlers of the routes registered below,
-  // and the onSend hook ends it. Callback-style, not async: a promise per hook is measurable.
-  if (tracingOn()) {
-    tracePolls(app);
-    app.addHook('onSend', (request, reply, payload, done) => {
-      endPollSpan(request, reply);
-      done(null, payload);
-    });
-  }
+  // A span per poll when tracing is on (poll-span.ts): it wraps the handlers of the routes registered below.
+  if (tracingOn()) tracePolls(app);
   await app.register(shimPlugin, { ctx });
   return app;
 }
