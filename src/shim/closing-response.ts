@@ -21,7 +21,14 @@ export interface ClosingResponses {
 type WriteHead = ServerResponse['writeHead'];
 
 export function closingResponses(): ClosingResponses {
-  class ShimResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {}
+  class ShimResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
+    // Node makes each response with (req, options). Spelt out: the default constructor of a
+    // subclass passes its arguments on by rest and spread, which costs on every answer.
+    constructor(req: Request, options?: unknown) {
+      // @ts-expect-error -- @types/node declares only `req`; Node's own server passes its options too.
+      super(req, options);
+    }
+  }
   const plain: WriteHead = ServerResponse.prototype.writeHead;
   return {
     ServerResponse: ShimResponse,
