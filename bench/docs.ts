@@ -349,8 +349,18 @@ extra, and each is gone:
 - the request logger: Fastify makes a pino child per request, serialising its bindings
   through the redaction paths; the shim's is made on its first log call, which on the
   cached path never comes;
-- the hooks: \`onSend\` is callback-style (no promise per answer), and the debug
-  "answered" line's hook exists only when the level is \`debug\`;
+- the hooks: no \`onSend\` hook runs on an answer. One in flight when close begins still says
+  \`connection: close\`, through the app's own \`ServerResponse\` class (shim/closing-response.ts),
+  which is Node's until close begins and only then gains a \`writeHead\` that adds the header;
+  with tracing on, a sampled poll's span ends in a \`writeHead\` of that response's own
+  (shim/poll-span.ts), so an unsampled poll runs no hook either. The debug "answered" line's
+  hook exists only when the level is \`debug\`;
+- Fastify's own logger: Fastify given a logger reads the clock twice and adds and removes a
+  \`finish\`/\`error\` listener pair on every answer, to log it, which the shim has off
+  (\`disableRequestLogging\`). It is built without one: each request's logger is still the
+  shim's lazy child (\`childLoggerFactory\`) and \`app.log\` is the shim's logger, so every line
+  logged is as before;
+- the clock: a cached answer reads it once, for the freshness decision and the status board;
 - the key: the sorted declared-parameter names (and the whole key of a query without
   parameters) are built once per compiled query, not per request.
 

@@ -9,6 +9,7 @@ import { DfeError, describeError, showValue } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import { tracingOn } from '../telemetry/trace.js';
 import { AuthGuard } from './auth.js';
+import { closingResponses } from './closing-response.js';
 import type { ShimContext, ShimRouteOptions } from './context.js';
 import { shimErrorHandler } from './error-handler.js';
 import { QueryExecutor } from './executor.js';
@@ -18,11 +19,11 @@ import { ShimMetrics } from './metrics.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { openApiRoutes } from './routes/openapi.js';
-import { lazyChildLogger } from './request-logger.js';
+import { lazyChildLoggerOf } from './request-logger.js';
 import { queryRoutes } from './routes/query.js';
 import { statusRoutes } from './routes/status.js';
 import { StatusBoard } from './status-board.js';
-import { endPollSpan, tracePolls } from './poll-span.js';
+import { tracePolls } from './poll-span.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -135,8 +136,10 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
   // Mutual TLS (docs/security.md): with a client CA, the TLS handshake itself
   // refuses a client without a certificate signed by it — before any HTTP.
   const clientCa = shim.tls?.clientCaFile;
+  const responses = closingResponses();
   const https = shim.tls
     ? {
+        ServerResponse: responses.ServerResponse,
         cert: readConfiguredFile(shim.tls.certFile, 'DFE_KEDA_SHIM_TLS_CERT_FILE'),
         key: readConfiguredFile(shim.tls.keyFile, 'DFE_KEDA_SHIM_TLS_KEY_FILE'),
         ...(clientCa === undefined
@@ -146,12 +149,15 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
     : null;
   // The https option changes Fastify's server generic; routes do not care which server carries them.
   const app = Fastify({
-    loggerInstance: logger,
+    // No loggerInstance: Fastify given a logger times every answer and listens for its end, to log
+    // it, which the shim never does (below). Each request still gets a logger of the shim's
+    // (childLoggerFactory) and app.log is the shim's, so every line logged is as before.
     // KEDA polls every few seconds: per-request info logs are noise, and URLs may carry api_key.
     logController: new LogController({ disableRequestLogging: true }),
-    childLoggerFactory: lazyChildLogger,
-    ...(https ? { https } : {}),
+    childLoggerFactory: lazyChildLoggerOf(logger),
+    ...(https ? { https } : { http: { ServerResponse: responses.ServerResponse } }),
   }) as unknown as FastifyInstance;
+  app.log = logger;
   app.decorate('shim', ctx);
   logCatalogueWarnings(logger, deps.catalogue.current().queries.values());
   const unsubscribe = deps.catalogue.subscribe((event) => onCatalogueEvent(ctx, logger, event));
@@ -160,19 +166,12 @@ export async function buildShimApp(deps: ShimDeps): Promise<FastifyInstance> {
   });
   app.addHook('preClose', async () => {
     ctx.lifecycle.state = 'closing';
+    // Answers in flight end their keep-alive socket (closing-response.ts).
+    responses.closeAfterAnswer();
   });
   app.addHook('onClose', async () => {
     unsubscribe();
     await lastGood.close();
-  });
-  // A request in flight when close began came on a keep-alive socket that
-  // Node's server.close() only reaps when idle: end it with this answer, or
-  // close would wait for the client to hang up.
-  // Callback-style, not async: this runs on every answer and a promise per hook is measurable.
-  app.addHook('onSend', (request, reply, payload, done) => {
-    if (ctx.lifecycle.state === 'closing') void reply.header('connection', 'close');
-    endPollSpan(request, reply);
-    done(null, payload);
   });
   // The per-answer debug line costs even when dropped, so the hook exists only at debug level.
   if (logger.isLevelEnabled('debug')) {

@@ -120,8 +120,10 @@ export class QueryExecutor {
   }
 
   private reuse(key: string, query: CompiledQuery): Answer | undefined {
-    const reused = reusable(this.cache.get(key), query, this.options.clock.nowMs());
-    return reused === undefined ? undefined : this.traced(pollSpan(), query, 'young', this.served(query, reused));
+    // One clock reading for the decision and the status board: this runs on every cached answer.
+    const nowMs = this.options.clock.nowMs();
+    const reused = reusable(this.cache.get(key), query, nowMs);
+    return reused === undefined ? undefined : this.traced(pollSpan(), query, 'young', this.served(query, reused, nowMs));
   }
 
   /** The cache decision on the poll's span (answer-trace.ts); the answer unchanged. */
@@ -198,13 +200,14 @@ export class QueryExecutor {
     return this.options.isLive?.(query.name) ?? true;
   }
 
-  private served(query: CompiledQuery, answer: Answer): Answer {
+  /** `nowMs`: the clock reading the answer was decided on, when the caller has one. */
+  private served(query: CompiledQuery, answer: Answer, nowMs?: number): Answer {
     const { metrics, status, clock } = this.options;
     const live = this.isLive(query);
     if (live) metrics.served(query.name, answer.source, answer.ageSeconds);
     if (answer.source === 'stale') return answer;
     const value = servedValue(answer.value);
-    if (live) status.served(query.name, answer.source, value, clock.nowMs() - answer.ageSeconds * 1000);
+    if (live) status.served(query.name, answer.source, value, (nowMs ?? clock.nowMs()) - answer.ageSeconds * 1000);
     // Cached values are stored already served-safe: no copy on the hot path.
     return value === answer.value ? answer : { ...answer, value };
   }

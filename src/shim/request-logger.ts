@@ -56,7 +56,11 @@ class LazyChildLogger {
   }
 }
 
-/** Fastify's `childLoggerFactory`: a request logger made on first use. */
-export function lazyChildLogger(logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
-  return new LazyChildLogger(logger, bindings, options) as unknown as FastifyBaseLogger;
+/**
+ * Fastify's `childLoggerFactory`: a request logger made on first use, a child of
+ * `root`. The shim's Fastify has no logger of its own (app.ts): the parent it
+ * passes is its no-op logger, not used.
+ */
+export function lazyChildLoggerOf(root: FastifyBaseLogger): (parent: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions) => FastifyBaseLogger {
+  return (_parent, bindings, options) => new LazyChildLogger(root, bindings, options) as unknown as FastifyBaseLogger;
 }
