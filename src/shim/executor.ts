@@ -92,10 +92,19 @@ export class QueryExecutor {
     return this.reuse(cacheKey(query.name, query.params, params), query);
   }
 
+  /** `cached`, else `answer`, with the key built once: what every transport calls (serve.ts). */
+  answerNowOrLater(query: CompiledQuery, params: DeclaredParams, hold: number | undefined): Answer | Promise<Answer> {
+    const key = cacheKey(query.name, query.params, params);
+    return this.reuse(key, query) ?? this.ask(key, query, params, hold);
+  }
+
   async answer(query: CompiledQuery, params: DeclaredParams, hold: number | undefined): Promise<Answer> {
     const key = cacheKey(query.name, query.params, params);
-    const reused = this.reuse(key, query);
-    if (reused !== undefined) return reused;
+    return this.reuse(key, query) ?? this.ask(key, query, params, hold);
+  }
+
+  /** Steps 2–4 for a key with no young value: join or start its flight, wait at most the deadline. */
+  private async ask(key: string, query: CompiledQuery, params: DeclaredParams, hold: number | undefined): Promise<Answer> {
     const poll = pollSpan();
     const arrivedMs = this.options.clock.monotonicMs();
     const joined = this.inflight.get(key);
