@@ -53,6 +53,8 @@ const NO_PARAMS: DeclaredParams = Object.freeze({});
 export class Dispatch {
   /** ClickHouse queries started so far. */
   started = 0;
+  /** ClickHouse queries started and not settled (the in-flight gauge reads it at a scrape). */
+  private running = 0;
   private readonly admission: Admission;
   private readonly batches: BatchCollector<BatchMember>;
   /** Per compiled query (replaced on reload, so a WeakMap). */
@@ -62,6 +64,7 @@ export class Dispatch {
     this.admission = new Admission(options.admission, options.clock, options.timers);
     this.batches = new BatchCollector(options.clock, options.timers);
     options.metrics.admissionQueued = () => this.admission.queued;
+    options.metrics.inflightQueries = () => this.running;
   }
 
   /**
@@ -171,19 +174,19 @@ export class Dispatch {
     return ticket;
   }
 
-  /** Runs one admitted ClickHouse query: the started count, the in-flight gauge and the duration histogram. */
+  /** Runs one admitted ClickHouse query: the started count, the in-flight count and the duration histogram. */
   private async counted<R extends { readonly durationSeconds: number } & ({ readonly outcome: FlightOutcome } | { readonly queryOutcome: QueryOutcome })>(
     query: CompiledQuery,
     run: () => Promise<R>,
   ): Promise<R> {
     const { metrics } = this.options;
     this.started += 1;
-    metrics.inflight.inc();
+    this.running += 1;
     let report: R;
     try {
       report = await run();
     } finally {
-      metrics.inflight.dec();
+      this.running -= 1;
     }
     if (this.isLive(query)) {
       const outcome = 'queryOutcome' in report ? report.queryOutcome : report.outcome.kind === 'ok' ? 'success' : report.outcome.reason;

@@ -173,12 +173,12 @@ export class QueryExecutor {
 
   /** What a key's outcome does to the key: the cache (a good value of the current definition), status. */
   private settleKey(key: string, query: CompiledQuery, epoch: number, outcome: KeyOutcome, flight: Flight): void {
-    const { metrics, status, clock } = this.options;
+    const { status, clock } = this.options;
     if (this.inflight.get(key) === flight) this.inflight.delete(key);
     // Failures never write the cache; a flight of a since-changed definition neither.
     if (outcome.kind === 'ok' && (this.epochs.get(query.name) ?? 0) === epoch) {
+      // No cache_entries update here: /metrics reads the cache's size at each scrape (routes/metrics.ts).
       this.cache.set(key, { query: query.name, fingerprint: query.fingerprint, value: outcome.value, atMs: clock.nowMs() });
-      metrics.cacheEntries.set(this.cache.size);
     }
     if (outcome.kind === 'failed' && outcome.reason !== 'overload' && this.isLive(query)) status.failed(query.name, outcome.reason, outcome.message);
   }
