@@ -1,5 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { failSpan, startChildSpan, traceHeaders, withSpan, type Attributes } from '../telemetry/trace.js';
+import { failSpan, hasCurrentSpan, startChildSpan, traceHeaders, withSpan, type Attributes } from '../telemetry/trace.js';
 
 /**
  * A ClickHouse query as a client span (docs/operations.md#traces), with the
@@ -41,9 +41,21 @@ export function markServer(client: ClickHouseClient, url: string): void {
 /**
  * Runs `run` inside the query's span. `run` gets the headers to send with the
  * request (undefined when tracing is off, the span unsampled or the engine
- * embedded); `verdict` says whether the settled result is a failure.
+ * embedded); `verdict` says whether the settled result is a failure. `spec`
+ * may be a function: it is called only when a span is made (an untraced
+ * query, nearly every one, builds no attributes).
  */
-export async function tracedQuery<T>(
+export function tracedQuery<T>(
+  client: ClickHouseClient,
+  spec: QuerySpec | (() => QuerySpec),
+  run: (headers: Record<string, string> | undefined) => Promise<T>,
+  verdict: QueryVerdict<T>,
+): Promise<T> {
+  if (!hasCurrentSpan()) return run(undefined);
+  return runInSpan(client, typeof spec === 'function' ? spec() : spec, run, verdict);
+}
+
+async function runInSpan<T>(
   client: ClickHouseClient,
   spec: QuerySpec,
   run: (headers: Record<string, string> | undefined) => Promise<T>,

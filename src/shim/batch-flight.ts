@@ -36,10 +36,9 @@ export async function flyBatch(
   options: FlyOptions,
 ): Promise<BatchReport> {
   const params = { ...queryParams(query, fixed), [query.batch.param]: values };
-  const spec = { name: query.name, operation: 'SELECT', text: query.batch.sql, attributes: { 'dfe.query': query.name, 'dfe.batch.size': values.length } };
   return tracedQuery(
     client,
-    spec,
+    () => ({ name: query.name, operation: 'SELECT', text: query.batch.sql, attributes: { 'dfe.query': query.name, 'dfe.batch.size': values.length } }),
     (headers) => flyBatchOnce(client, query, values, params, options, headers),
     (report) => (report.queryOutcome === 'success' ? undefined : report.queryOutcome),
   );

@@ -38,6 +38,28 @@ export function firstRowSql(sql: string): string {
   return `SELECT * FROM (\n${sql.trim().replace(/;+\s*$/, '')}\n) LIMIT 1`;
 }
 
+/** Per compiled query (frozen, replaced on reload): its first-row SQL and that SQL as sent, built once. */
+const oneRow = new WeakMap<CompiledQuery, { readonly sql: string; readonly sent: string }>();
+
+function oneRowOf(query: CompiledQuery): { readonly sql: string; readonly sent: string } {
+  let texts = oneRow.get(query);
+  if (texts === undefined) {
+    const sql = firstRowSql(query.sql);
+    texts = { sql, sent: compactText(sql) };
+    oneRow.set(query, texts);
+  }
+  return texts;
+}
+
+/** `firstRowSql(query.sql)`, built once per compiled query. */
+export function firstRowSqlOf(query: CompiledQuery): string {
+  return oneRowOf(query).sql;
+}
+
+function compactText(sql: string): string {
+  return `${sql}\nFORMAT JSONCompact`;
+}
+
 /** The answer was larger than MAX_RESULT_BYTES; reading stopped there. */
 export class ResultTooLargeError extends Error {
   constructor(readonly bytesRead: number) {
@@ -113,7 +135,7 @@ export async function runCompact(
   /** The W3C trace headers of the query's span, when traced (src/clickhouse/traced-query.ts). */
   headers?: Record<string, string>,
 ): Promise<RawAnswer> {
-  return execCompact(client, firstRowSql(query.sql), queryParams(query, params), query.timeoutSeconds, signal, headers);
+  return execText(client, oneRowOf(query).sent, queryParams(query, params), query.timeoutSeconds, signal, headers);
 }
 
 /**
@@ -129,11 +151,22 @@ export async function execCompact(
   /** The W3C trace headers of the query's span, when traced (src/clickhouse/traced-query.ts). */
   headers?: Record<string, string>,
 ): Promise<RawAnswer> {
+  return execText(client, compactText(sql), params, timeoutSeconds, signal, headers);
+}
+
+async function execText(
+  client: ClickHouseClient,
+  text: string,
+  params: Readonly<Record<string, BindValue | readonly string[]>>,
+  timeoutSeconds: number,
+  signal: AbortSignal,
+  headers: Record<string, string> | undefined,
+): Promise<RawAnswer> {
   // exec hands back the raw body stream, so this code (not the client, which
   // detaches the abort signal once headers arrive) owns how long and how much
   // is read.
   const { stream } = await client.exec({
-    query: `${sql}\nFORMAT JSONCompact`,
+    query: text,
     query_params: params,
     abort_signal: signal,
     ...(headers === undefined ? {} : { http_headers: headers }),

@@ -42,16 +42,29 @@ interface BatchMember {
   readonly parent: Span | undefined;
 }
 
+interface BatchShape {
+  readonly policy: BatchPolicy;
+  /** The group of a key whose only param is the batched one. */
+  readonly loneGroup: string;
+}
+
+const NO_PARAMS: DeclaredParams = Object.freeze({});
+
 export class Dispatch {
   /** ClickHouse queries started so far. */
   started = 0;
+  /** ClickHouse queries started and not settled (the in-flight gauge reads it at a scrape). */
+  private running = 0;
   private readonly admission: Admission;
   private readonly batches: BatchCollector<BatchMember>;
+  /** Per compiled query (replaced on reload, so a WeakMap). */
+  private readonly shapes = new WeakMap<BatchedQuery, BatchShape>();
 
   constructor(private readonly options: DispatchOptions) {
     this.admission = new Admission(options.admission, options.clock, options.timers);
     this.batches = new BatchCollector(options.clock, options.timers);
     options.metrics.admissionQueued = () => this.admission.queued;
+    options.metrics.inflightQueries = () => this.running;
   }
 
   /**
@@ -68,7 +81,8 @@ export class Dispatch {
   }
 
   private async runSingle(query: CompiledQuery, params: DeclaredParams, waitMs: number, onStart: () => void, parent: Span | undefined): Promise<KeyOutcome> {
-    const ticket = await this.admit(query, waitMs);
+    const admitted = this.admit(query, waitMs);
+    const ticket = admitted instanceof Promise ? await admitted : admitted;
     if (ticket.kind === 'refused') return this.overload(query, ticket);
     onStart();
     try {
@@ -81,22 +95,35 @@ export class Dispatch {
   }
 
   private joinBatch(query: BatchedQuery, params: DeclaredParams, waitMs: number, onStart: () => void, parent: Span | undefined): Promise<KeyOutcome> {
-    const { param, maxSize, windowMs } = query.batch;
+    const { param } = query.batch;
     const value = params[param] ?? '';
-    const fixed = Object.fromEntries(Object.entries(params).filter(([name]) => name !== param));
+    const fixed = query.params.length === 1 && query.params[0] === param ? NO_PARAMS : Object.fromEntries(Object.entries(params).filter(([name]) => name !== param));
     // One open batch per definition and per value of the other params.
-    const group = JSON.stringify([query.name, query.fingerprint, Object.entries(fixed).sort()]);
-    const policy: BatchPolicy = { maxSize, windowMs, maxOpenMs: query.deadlineMs / 4 };
+    const group = fixed === NO_PARAMS ? this.shapeOf(query).loneGroup : JSON.stringify([query.name, query.fingerprint, Object.entries(fixed).sort()]);
+    const { policy } = this.shapeOf(query);
     const giveUpAtMs = this.options.clock.monotonicMs() + waitMs;
     return new Promise((resolve) => {
       this.batches.join(group, { value, giveUpAtMs, resolve, onStart, parent }, policy, (members) => this.runBatch(query, fixed, members));
     });
   }
 
+  /** The batch policy and (with no other params) the group of a compiled query, built once. */
+  private shapeOf(query: BatchedQuery): BatchShape {
+    let shape = this.shapes.get(query);
+    if (shape === undefined) {
+      const { maxSize, windowMs } = query.batch;
+      shape = { policy: { maxSize, windowMs, maxOpenMs: query.deadlineMs / 4 }, loneGroup: JSON.stringify([query.name, query.fingerprint, []]) };
+      this.shapes.set(query, shape);
+    }
+    return shape;
+  }
+
   /** One ClickHouse query for a closed batch; each member gets its own key's outcome. */
   private async runBatch(query: BatchedQuery, fixed: DeclaredParams, members: readonly BatchMember[]): Promise<void> {
-    const giveUpAtMs = Math.min(...members.map((m) => m.giveUpAtMs));
-    const ticket = await this.admit(query, giveUpAtMs - this.options.clock.monotonicMs());
+    let giveUpAtMs = Infinity;
+    for (const member of members) giveUpAtMs = Math.min(giveUpAtMs, member.giveUpAtMs);
+    const admitted = this.admit(query, giveUpAtMs - this.options.clock.monotonicMs());
+    const ticket = admitted instanceof Promise ? await admitted : admitted;
     if (ticket.kind === 'refused') {
       const overload = this.overload(query, ticket);
       for (const member of members) member.resolve(overload);
@@ -132,9 +159,14 @@ export class Dispatch {
     return report.outcomes;
   }
 
-  /** A slot for one ClickHouse query of `query`, waiting at most `waitMs`; the wait is observed. */
-  private async admit(query: CompiledQuery, waitMs: number): Promise<Ticket> {
-    const ticket = await this.admission.acquire(query.name, waitMs);
+  /** A slot for one ClickHouse query of `query`, waiting at most `waitMs`; the wait is observed. No promise when a slot is free now. */
+  private admit(query: CompiledQuery, waitMs: number): Ticket | Promise<Ticket> {
+    const now = this.admission.tryAcquire(query.name);
+    if (now !== undefined) return this.observeWait(query, now);
+    return this.admission.acquire(query.name, waitMs).then((ticket) => this.observeWait(query, ticket));
+  }
+
+  private observeWait(query: CompiledQuery, ticket: Ticket): Ticket {
     if (this.isLive(query)) {
       const outcome = ticket.kind === 'admitted' ? 'started' : 'overload';
       this.options.metrics.admissionWait.observe({ query: query.name, outcome }, ticket.waitedMs / 1000);
@@ -142,19 +174,19 @@ export class Dispatch {
     return ticket;
   }
 
-  /** Runs one admitted ClickHouse query: the started count, the in-flight gauge and the duration histogram. */
+  /** Runs one admitted ClickHouse query: the started count, the in-flight count and the duration histogram. */
   private async counted<R extends { readonly durationSeconds: number } & ({ readonly outcome: FlightOutcome } | { readonly queryOutcome: QueryOutcome })>(
     query: CompiledQuery,
     run: () => Promise<R>,
   ): Promise<R> {
     const { metrics } = this.options;
     this.started += 1;
-    metrics.inflight.inc();
+    this.running += 1;
     let report: R;
     try {
       report = await run();
     } finally {
-      metrics.inflight.dec();
+      this.running -= 1;
     }
     if (this.isLive(query)) {
       const outcome = 'queryOutcome' in report ? report.queryOutcome : report.outcome.kind === 'ok' ? 'success' : report.outcome.reason;

@@ -92,10 +92,19 @@ export class QueryExecutor {
     return this.reuse(cacheKey(query.name, query.params, params), query);
   }
 
+  /** `cached`, else `answer`, with the key built once: what every transport calls (serve.ts). */
+  answerNowOrLater(query: CompiledQuery, params: DeclaredParams, hold: number | undefined): Answer | Promise<Answer> {
+    const key = cacheKey(query.name, query.params, params);
+    return this.reuse(key, query) ?? this.ask(key, query, params, hold);
+  }
+
   async answer(query: CompiledQuery, params: DeclaredParams, hold: number | undefined): Promise<Answer> {
     const key = cacheKey(query.name, query.params, params);
-    const reused = this.reuse(key, query);
-    if (reused !== undefined) return reused;
+    return this.reuse(key, query) ?? this.ask(key, query, params, hold);
+  }
+
+  /** Steps 2–4 for a key with no young value: join or start its flight, wait at most the deadline. */
+  private async ask(key: string, query: CompiledQuery, params: DeclaredParams, hold: number | undefined): Promise<Answer> {
     const poll = pollSpan();
     const arrivedMs = this.options.clock.monotonicMs();
     const joined = this.inflight.get(key);
@@ -166,12 +175,12 @@ export class QueryExecutor {
 
   /** What a key's outcome does to the key: the cache (a good value of the current definition), status. */
   private settleKey(key: string, query: CompiledQuery, epoch: number, outcome: KeyOutcome, flight: Flight): void {
-    const { metrics, status, clock } = this.options;
+    const { status, clock } = this.options;
     if (this.inflight.get(key) === flight) this.inflight.delete(key);
     // Failures never write the cache; a flight of a since-changed definition neither.
     if (outcome.kind === 'ok' && (this.epochs.get(query.name) ?? 0) === epoch) {
+      // No cache_entries update here: /metrics reads the cache's size at each scrape (routes/metrics.ts).
       this.cache.set(key, { query: query.name, fingerprint: query.fingerprint, value: outcome.value, atMs: clock.nowMs() });
-      metrics.cacheEntries.set(this.cache.size);
     }
     if (outcome.kind === 'failed' && outcome.reason !== 'overload' && this.isLive(query)) status.failed(query.name, outcome.reason, outcome.message);
   }

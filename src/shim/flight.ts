@@ -4,7 +4,7 @@ import type { ClickHouseHandle } from '../clickhouse/client.js';
 import type { CompiledQuery } from '../catalogue/types.js';
 import { describeError } from '../errors.js';
 import { tracedQuery } from '../clickhouse/traced-query.js';
-import { ABORT_MARGIN_MS, firstRowSql, ReadAbortedError, ResultTooLargeError, runCompact, type RawAnswer } from './clickhouse-query.js';
+import { ABORT_MARGIN_MS, firstRowSqlOf, ReadAbortedError, ResultTooLargeError, runCompact, type RawAnswer } from './clickhouse-query.js';
 import type { DeclaredParams } from './key.js';
 import type { QueryOutcome } from './metrics.js';
 import { parseResult } from './result.js';
@@ -50,10 +50,9 @@ export interface FlyOptions {
  * do not share.
  */
 export function fly(client: ClickHouseClient, query: CompiledQuery, params: DeclaredParams, options: FlyOptions): Promise<FlightReport> {
-  const spec = { name: query.name, operation: 'SELECT', text: firstRowSql(query.sql), attributes: { 'dfe.query': query.name } };
   return tracedQuery(
     client,
-    spec,
+    () => ({ name: query.name, operation: 'SELECT', text: firstRowSqlOf(query), attributes: { 'dfe.query': query.name } }),
     (headers) => flyOnce(client, query, params, options, headers),
     (report) => (report.outcome.kind === 'ok' ? undefined : report.outcome.reason),
   );

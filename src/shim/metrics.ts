@@ -52,6 +52,8 @@ export class ShimMetrics {
   readonly queued: Gauge;
   /** What the queued gauge reads at a scrape (the executor sets it). */
   admissionQueued: () => number = () => 0;
+  /** What the in-flight gauge reads at a scrape (the executor sets it): no gauge update per query. */
+  inflightQueries: () => number = () => 0;
   /** Keyed by catalogue query name, so bounded by the catalogue. */
   private readonly tallies = new Map<string, QueryTally>();
   /** Queries whose series were made at 0 (knowQueries); forgetQuery forgets them. */
@@ -92,7 +94,12 @@ export class ShimMetrics {
       collect: () => this.flushServedAge(),
     });
     this.cacheEntries = new Gauge({ name: `${PREFIX}cache_entries`, help: 'Last-good cache entries.', registers });
-    this.inflight = new Gauge({ name: `${PREFIX}inflight_queries`, help: 'ClickHouse queries in flight.', registers });
+    this.inflight = new Gauge({
+      name: `${PREFIX}inflight_queries`,
+      help: 'ClickHouse queries in flight.',
+      registers,
+      collect: () => this.inflight.set(this.inflightQueries()),
+    });
     this.reloads = new Counter({
       name: `${PREFIX}catalogue_reloads_total`,
       help: 'Catalogue reloads by result (applied, rejected).',

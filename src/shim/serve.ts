@@ -49,9 +49,7 @@ export function resolveRequest(ctx: ServingContext, name: string, raw: RawQueryS
  * the hot path, docs/performance.md), else after at most the query's deadline.
  */
 export function answerRequest(ctx: ServingContext, request: ServingRequest): Answer | Promise<Answer> {
-  const cached = ctx.executor.cached(request.query, request.params);
-  if (cached !== undefined) return cached;
-  return ctx.executor.answer(request.query, request.params, request.hold);
+  return ctx.executor.answerNowOrLater(request.query, request.params, request.hold);
 }
 
 /** The answer if a client may use it; `stale` is STALE (HTTP 503), handing the outage to KEDA's fallback. */

@@ -72,8 +72,13 @@ export function startSpan(name: string, kind: Kind, attributes: Attributes): Spa
  * no span of its own, rather than a root of its own.
  */
 export function startChildSpan(name: string, kind: Kind, attributes: Attributes): Span | undefined {
-  if (active === undefined || active.api.trace.getActiveSpan() === undefined) return undefined;
+  if (!hasCurrentSpan() || active === undefined) return undefined;
   return active.tracer.startSpan(name, { kind: kindOf(active.api, kind), attributes });
+}
+
+/** Whether startChildSpan would make a span: tracing is on and a span is current (checked before building attributes). */
+export function hasCurrentSpan(): boolean {
+  return active !== undefined && active.api.trace.getActiveSpan() !== undefined;
 }
 
 /**

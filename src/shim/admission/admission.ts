@@ -54,8 +54,8 @@ export class Admission {
    * else after waiting at most `waitMs` (≤ 0: no wait). Never rejects.
    */
   acquire(query: string, waitMs: number): Promise<Ticket> {
-    // Waiters already queued go first; a newcomer starts at once only when nobody waits.
-    if (this.queue.size === 0 && this.canStart(query)) return Promise.resolve(this.admit(query, 0));
+    const now = this.tryAcquire(query);
+    if (now !== undefined) return Promise.resolve(now);
     if (waitMs <= 0) return Promise.resolve({ kind: 'refused', waitedMs: 0, why: 'gave_up' });
     if (this.queue.size >= this.limits.maxQueued) return Promise.resolve({ kind: 'refused', waitedMs: 0, why: 'queue_full' });
     return new Promise<Ticket>((resolve) => {
@@ -69,6 +69,12 @@ export class Admission {
       // A queue that was empty may hold a startable query of another kind (this one's cap is full).
       this.drain();
     });
+  }
+
+  /** A slot at once, synchronously, when `acquire` would admit without waiting; else undefined (nothing changed). */
+  tryAcquire(query: string): Ticket | undefined {
+    // Waiters already queued go first; a newcomer starts at once only when nobody waits.
+    return this.queue.size === 0 && this.canStart(query) ? this.admit(query, 0) : undefined;
   }
 
   /** A summary for the `overload` message. */
