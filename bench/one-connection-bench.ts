@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { Agent as HttpAgent, get } from 'node:http';
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
@@ -90,6 +91,32 @@ async function timeGet(agent: Agent, url: string): Promise<{ ms: number; source:
   return { ms: performance.now() - started, source: res.statusCode === 200 ? (body.source ?? '') : `http ${res.statusCode}` };
 }
 
+/**
+ * One poll on one kept-alive socket through Node's own HTTP client: the stack the direct side
+ * goes through (@clickhouse/client is Node's `http` too), so both sides of a pair pay the same
+ * client. The client runs in the process that also runs the shim; undici's `request` +
+ * `body.json()` cost about 0.2 ms more CPU per answer there than `http.get` + `JSON.parse`
+ * (docs/performance.md#one-connection-where-the-tail-went).
+ */
+function timeSequentialGet(agent: HttpAgent, url: string): Promise<{ ms: number; source: string }> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    get(url, { agent }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const status = res.statusCode ?? 0;
+        const body = status === 200 ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { source?: string }) : {};
+        resolve({ ms: performance.now() - started, source: status === 200 ? (body.source ?? '') : `http ${status}` });
+      });
+    }).on('error', reject);
+  });
+}
+
+/** A client of one kept-alive socket, as KEDA's poll of one ScaledObject. */
+const oneSocket = (): HttpAgent => new HttpAgent({ keepAlive: true, maxSockets: 1 });
+
 async function timeDirect(client: ClickHouseHandle, query: CompiledQuery, params: Record<string, string>): Promise<number> {
   const started = performance.now();
   await runCompact(client.client, query, params, new AbortController().signal);
@@ -132,13 +159,13 @@ function engineSplit(engine: readonly number[], straight: readonly number[], via
 async function oneRoute(front: Front, shim: BenchShim, direct: ClickHouseHandle, name: 'backlog' | 'pressure'): Promise<BenchLine> {
   const query = shim.shim.catalogue.current().queries.get(name);
   if (query === undefined) throw new Error(`no ${name} query in the catalogue`);
-  const agent = new Agent({ connections: 1 });
+  const agent = oneSocket();
   const route = (i: number) => (name === 'backlog' ? `${shim.url}/keda/hunt-backlog` : `${shim.url}/keda/pressure?service=svc-${i % SERVICES}&hold=50`);
   const params = (i: number): Record<string, string> => (name === 'backlog' ? {} : { service: `svc-${i % SERVICES}` });
   try {
     for (let i = 0; i < 100; i++) {
       await timeDirect(direct, query, params(i));
-      await timeGet(agent, route(i));
+      await timeSequentialGet(agent, route(i));
     }
     const viaShim: number[] = [];
     const straight: number[] = [];
@@ -147,7 +174,7 @@ async function oneRoute(front: Front, shim: BenchShim, direct: ClickHouseHandle,
     const watch = watchLoop();
     for (let i = 0; i < PAIRS; i++) {
       straight.push(await timeDirect(direct, query, params(i)));
-      const got = await timeGet(agent, route(i));
+      const got = await timeSequentialGet(agent, route(i));
       viaShim.push(got.ms);
       if (got.source !== 'fresh') notFresh += 1;
     }
@@ -178,7 +205,7 @@ async function oneRoute(front: Front, shim: BenchShim, direct: ClickHouseHandle,
       outcome: goal(added <= 1 && tail <= 1.3 && notFresh === 0),
     };
   } finally {
-    await agent.close();
+    agent.destroy();
   }
 }
 
@@ -186,7 +213,7 @@ async function oneRoute(front: Front, shim: BenchShim, direct: ClickHouseHandle,
 async function distinctKeys(shim: BenchShim, direct: ClickHouseHandle): Promise<BenchLine[]> {
   const query = shim.shim.catalogue.current().queries.get('pressure');
   if (query === undefined) throw new Error('no pressure query in the catalogue');
-  const agent = new Agent({ connections: 1 });
+  const agent = oneSocket();
   let shimMs = 0;
   let directMs = 0;
   let notFresh = 0;
@@ -197,11 +224,11 @@ async function distinctKeys(shim: BenchShim, direct: ClickHouseHandle): Promise<
       for (let i = from; i < from + CHUNK; i++) await timeDirect(direct, query, { service: `svc-${i}` });
       directMs += performance.now() - t0;
       t0 = performance.now();
-      for (let i = from; i < from + CHUNK; i++) if ((await timeGet(agent, `${shim.url}/keda/pressure?service=svc-${i}&hold=50`)).source !== 'fresh') notFresh += 1;
+      for (let i = from; i < from + CHUNK; i++) if ((await timeSequentialGet(agent, `${shim.url}/keda/pressure?service=svc-${i}&hold=50`)).source !== 'fresh') notFresh += 1;
       shimMs += performance.now() - t0;
     }
   } finally {
-    await agent.close();
+    agent.destroy();
   }
   const started = shim.queriesStarted() - before;
   const ratio = shimMs / directMs;
