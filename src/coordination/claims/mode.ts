@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setTimeout as pause } from 'node:timers/promises';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { qualifiedTable } from '../../clickhouse/identifiers.js';
 import { DfeError, describeError } from '../../errors.js';
@@ -25,8 +26,26 @@ export interface ProbeResult {
  * Creates hunt_claim (idempotent), then checks strict-mode semantics on a probe
  * key: the first insert succeeds, the second fails with KEEPER_EXCEPTION, the
  * delete removes it. Any failure means `tables`, with the reason.
+ *
+ * A second insert accepted is asked again (PROBE_ATTEMPTS in all): runners that
+ * start together can see hunt_claim dropped and made again between one probe's
+ * two inserts (dropIfOrphaned), which takes the first key with it. Only an answer
+ * that repeats says strict mode does not hold.
  */
 export async function probeKeeperMap(client: ClickHouseClient, database: string, topology: ResolvedTopology): Promise<ProbeResult> {
+  let result = await probeOnce(client, database, topology);
+  for (let attempt = 1; attempt < PROBE_ATTEMPTS && result.mode === 'tables' && result.accepted === true; attempt++) {
+    await pause(RECHECK_PAUSE_MS);
+    result = await probeOnce(client, database, topology);
+  }
+  return result.reason === undefined ? { mode: result.mode } : { mode: result.mode, reason: result.reason };
+}
+
+const PROBE_ATTEMPTS = 3;
+/** Between two looks at hunt_claim: long enough for a racing CREATE to finish. */
+const RECHECK_PAUSE_MS = 300;
+
+async function probeOnce(client: ClickHouseClient, database: string, topology: ResolvedTopology): Promise<ProbeResult & { readonly accepted?: true }> {
   const table = qualifiedTable(database, TABLES.claim);
   // Its own key, so probes that race (runners starting together) do not see each other's.
   const PROBE_KEY = `/probe/${randomBytes(6).toString('hex')}`;
@@ -45,7 +64,10 @@ export async function probeKeeperMap(client: ClickHouseClient, database: string,
       (err: unknown) => (isKeyConflict(err) ? 'refused' : describeError(err)),
     );
     await remove();
-    if (second !== 'refused') return { mode: 'tables', reason: `a second strict insert of one key was not refused (${second})` };
+    if (second !== 'refused') {
+      const reason = `a second strict insert of one key was not refused (${second})`;
+      return second === 'accepted' ? { mode: 'tables', reason, accepted: true } : { mode: 'tables', reason };
+    }
     return { mode: 'keeper' };
   } catch (err) {
     return { mode: 'tables', reason: describeError(err) };
@@ -56,13 +78,27 @@ export async function probeKeeperMap(client: ClickHouseClient, database: string,
  * A KeeperMap table whose Keeper data is gone (the embedded engine's testkeeper
  * lives in memory, so after a restart every KeeperMap table is in this state)
  * refuses every query with "invalid metadata in ZooKeeper"; it holds nothing
- * any more, so it is dropped and created again.
+ * any more, so it is dropped and created again. Dropping a live table would take
+ * every claim with it, so the refusal must hold over ORPHAN_LOOKS looks a pause
+ * apart: a table another runner is creating that moment answers within them.
  */
 async function dropIfOrphaned(client: ClickHouseClient, table: string): Promise<void> {
+  for (let look = 1; ; look++) {
+    if (!(await refusedAsOrphaned(client, table))) return;
+    if (look === ORPHAN_LOOKS) break;
+    await pause(RECHECK_PAUSE_MS);
+  }
+  await client.command({ query: `DROP TABLE IF EXISTS ${table} SYNC` });
+}
+
+const ORPHAN_LOOKS = 3;
+
+async function refusedAsOrphaned(client: ClickHouseClient, table: string): Promise<boolean> {
   try {
     await client.query({ query: `SELECT count() FROM ${table} WHERE claim_key = ''`, format: 'JSONEachRow' }).then((rs) => rs.text());
+    return false;
   } catch (err) {
-    if (/invalid metadata in ZooKeeper/i.test(describeError(err))) await client.command({ query: `DROP TABLE IF EXISTS ${table} SYNC` });
+    return /invalid metadata in ZooKeeper/i.test(describeError(err));
   }
 }
 
