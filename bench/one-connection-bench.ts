@@ -1,26 +1,34 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent as HttpAgent, get } from 'node:http';
-import { loadavg } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { Agent, request } from 'undici';
+import { loadCatalogue } from '../src/catalogue/load.js';
 import type { CompiledQuery } from '../src/catalogue/types.js';
 import { openClickHouse, type ClickHouseHandle } from '../src/clickhouse/client.js';
+import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config/load.js';
 import { runCompact } from '../src/shim/clickhouse-query.js';
+import { SHIM_CATALOGUE_BUILTINS } from '../src/shim/catalogue-builtins.js';
+import { spawnServer, type ServerProcess } from './processes.js';
 import { goal, int, ms, percentile, type BenchLine } from './report.js';
-import { startBenchShim, type BenchShim } from './servers.js';
 
 /**
  * KEDA's everyday traffic (issue 29): one poll at a time on one connection, every answer
- * fresh. The shim in server mode against a steady "server" — the embedded engine behind its
- * HTTP front in its own process (front-process.ts) — and, as the same-run baseline, the same
- * SQL sent straight to that front with the shim's own client settings, interleaved.
+ * fresh. The shim in server mode, in its own process as in a pod (the CLI, `dfe-keda-shim`),
+ * against a steady "server" — the embedded engine behind its HTTP front in a third process
+ * (front-process.ts) — and, as the same-run baseline, the same SQL sent straight to that front
+ * with the shim's own client settings, interleaved. This process is only the client of both.
  */
 const DATABASE = 'bench_one';
 const HUNTS = 40;
 const SERVICES = 5_000;
-const PAIRS = 1_000;
+const ROUNDS = 1_000;
+/** Polls of the shim and of the proxy before the rounds, per route. */
+const WARM_UP = 3_000;
 /** Distinct keys one at a time: interleaved in chunks, so load moves both sides alike. */
 const CHUNK = 500;
 
@@ -58,7 +66,7 @@ async function startFront(): Promise<Front> {
   };
 }
 
-/** What the event loop and the GC of this process (the shim's) did while a side ran. */
+/** What the event loop and the GC of this process (the client of both sides) did while a side ran. */
 interface LoopWatch {
   stop(): { readonly delayP99Ms: number; readonly delayMaxMs: number; readonly gcs: number; readonly gcMaxMs: number };
 }
@@ -94,9 +102,7 @@ async function timeGet(agent: Agent, url: string): Promise<{ ms: number; source:
 /**
  * One poll on one kept-alive socket through Node's own HTTP client: the stack the direct side
  * goes through (@clickhouse/client is Node's `http` too), so both sides of a pair pay the same
- * client. The client runs in the process that also runs the shim; undici's `request` +
- * `body.json()` cost about 0.2 ms more CPU per answer there than `http.get` + `JSON.parse`
- * (docs/performance.md#one-connection-where-the-tail-went).
+ * client (docs/performance.md#one-connection-where-the-tail-went).
  */
 function timeSequentialGet(agent: HttpAgent, url: string): Promise<{ ms: number; source: string }> {
   const started = performance.now();
@@ -127,14 +133,14 @@ const load = (): string => `load ${(loadavg()[0] ?? 0).toFixed(1)}`;
 
 /**
  * Where the tail was: each answer split into the front's engine time for its query (the
- * front runs them one at a time, in the order sent, so the i-th pair's queries are the
- * engine times 2i and 2i+1) and the rest (the client, HTTP, the front's JS; for the shim
- * also the shim itself). Undefined when the front did not run exactly one query per answer.
+ * front runs them one at a time, in the order sent, so the i-th round's queries are the
+ * engine times k·i … k·i + k − 1 for k sides, in the sides' order) and the rest (the client,
+ * HTTP, the front's JS; for the shim and the proxy also their own process). Undefined when the
+ * front did not run exactly one query per answer.
  */
-function engineSplit(engine: readonly number[], straight: readonly number[], viaShim: readonly number[]): string | undefined {
-  if (engine.length !== 2 * straight.length || straight.length !== viaShim.length) return undefined;
-  const ofDirect = straight.map((_, i) => engine[2 * i] ?? 0);
-  const ofShim = viaShim.map((_, i) => engine[2 * i + 1] ?? 0);
+function engineSplit(engine: readonly number[], sides: readonly { label: string; times: readonly number[] }[]): string | undefined {
+  const rounds = sides[0]?.times.length ?? 0;
+  if (engine.length !== sides.length * rounds || sides.some((s) => s.times.length !== rounds)) return undefined;
   const side = (label: string, total: readonly number[], eng: readonly number[]) => {
     const rest = total.map((t, i) => t - (eng[i] ?? 0));
     const p50 = percentile(total, 50);
@@ -152,53 +158,81 @@ function engineSplit(engine: readonly number[], straight: readonly number[], via
     const [e50, e99, r50, r99] = [engineP50, percentile(eng, 99), percentile(rest, 50), percentile(rest, 99)];
     return `${label}: engine p50 ${ms(e50)}, p99 ${ms(e99)} (${(e99 / e50).toFixed(2)}×), the rest p50 ${ms(r50)}, p99 ${ms(r99)}; engine ${share} of the slowest 1%'s excess`;
   };
-  return `${side('shim', viaShim, ofShim)}; ${side('direct', straight, ofDirect)}`;
+  return sides.map((s, k) => side(s.label, s.times, s.times.map((_, i) => engine[sides.length * i + k] ?? 0))).join('; ');
 }
 
-/** One route at one connection: PAIRS interleaved (direct, shim) pairs after a warm-up. */
-async function oneRoute(front: Front, shim: BenchShim, direct: ClickHouseHandle, name: 'backlog' | 'pressure'): Promise<BenchLine> {
-  const query = shim.shim.catalogue.current().queries.get(name);
-  if (query === undefined) throw new Error(`no ${name} query in the catalogue`);
+/**
+ * One route at one connection: ROUNDS interleaved (direct, bare proxy, shim) rounds after a
+ * warm-up. The judged figure is the shim against direct; the bare proxy (bare-proxy.ts, its
+ * own process) shows what any Node HTTP service in the middle costs on this machine.
+ */
+async function oneRoute(front: Front, shim: ShimProcess, direct: ClickHouseHandle, name: 'backlog' | 'pressure'): Promise<BenchLine> {
+  const query = shim.query(name);
   const agent = oneSocket();
-  const route = (i: number) => (name === 'backlog' ? `${shim.url}/keda/hunt-backlog` : `${shim.url}/keda/pressure?service=svc-${i % SERVICES}&hold=50`);
-  const params = (i: number): Record<string, string> => (name === 'backlog' ? {} : { service: `svc-${i % SERVICES}` });
+  const proxyAgent = oneSocket();
+  const service = (i: number) => `svc-${i % SERVICES}`;
+  const route = (i: number) => (name === 'backlog' ? `${shim.url}/keda/hunt-backlog` : `${shim.url}/keda/pressure?service=${service(i)}&hold=50`);
+  const proxied = (i: number) => `${shim.proxyUrl}/q/${name}${name === 'backlog' ? '' : `?service=${service(i)}`}`;
+  const params = (i: number): Record<string, string> => (name === 'backlog' ? {} : { service: service(i) });
   try {
+    // A pod has answered for hours: the shim's and the proxy's processes (started for this
+    // bench) first run their code hot, as the client process's already is (the shim's
+    // answers fell from 1.9 to 1.1 ms of CPU each over its first 4,000). Keys the measured
+    // rounds never ask.
+    for (let i = 0; i < WARM_UP; i++) {
+      await timeSequentialGet(agent, route(SERVICES - 1 - (i % 1_000)));
+      await timeSequentialGet(proxyAgent, proxied(SERVICES - 1 - (i % 1_000)));
+    }
     for (let i = 0; i < 100; i++) {
       await timeDirect(direct, query, params(i));
+      await timeSequentialGet(proxyAgent, proxied(i));
       await timeSequentialGet(agent, route(i));
     }
     const viaShim: number[] = [];
+    const viaProxy: number[] = [];
     const straight: number[] = [];
     let notFresh = 0;
     await front.engineTimes(); // the warm-up's
+    const shimCpuBefore = shim.process.cpuMs();
     const watch = watchLoop();
-    for (let i = 0; i < PAIRS; i++) {
+    for (let i = 0; i < ROUNDS; i++) {
       straight.push(await timeDirect(direct, query, params(i)));
+      viaProxy.push((await timeSequentialGet(proxyAgent, proxied(i))).ms);
       const got = await timeSequentialGet(agent, route(i));
       viaShim.push(got.ms);
       if (got.source !== 'fresh') notFresh += 1;
     }
     const loop = watch.stop();
+    const shimCpuPerAnswer = (shim.process.cpuMs() - shimCpuBefore) / ROUNDS;
     const engine = await front.engineTimes();
-    const split = engineSplit(engine, straight, viaShim) ?? `engine times not paired (${engine.length} queries for ${PAIRS} pairs)`;
+    const split =
+      engineSplit(engine, [
+        { label: 'direct', times: straight },
+        { label: 'proxy', times: viaProxy },
+        { label: 'shim', times: viaShim },
+      ]) ?? `engine times not paired (${engine.length} queries for ${ROUNDS} rounds of 3)`;
     const p50 = percentile(viaShim, 50);
     const p99 = percentile(viaShim, 99);
     const d50 = percentile(straight, 50);
     const d99 = percentile(straight, 99);
+    const b50 = percentile(viaProxy, 50);
+    const b99 = percentile(viaProxy, 99);
     const added = p50 - d50;
     const tail = p99 / p50;
-    // Pairs where one side took 20 ms more than the other: a cause of the shim's own shows as an
-    // excess on its side; load on the machine hits both sides alike.
+    // Rounds where one side took 20 ms more than the other: a cause of the shim's own shows as
+    // an excess on its side; load on the machine hits both sides alike.
     const slowerBy = (a: number[], b: number[]) => a.filter((x, i) => x - (b[i] ?? x) > 20).length;
     return {
       kind: 'figure',
-      name: `shim, one connection, fresh ${name} (${int(PAIRS)} interleaved pairs, server mode, front in its own process)`,
+      name: `shim, one connection, fresh ${name} (${int(ROUNDS)} interleaved rounds, server mode; shim, front and client each in its own process)`,
       shortName: `shim, one connection, fresh ${name}`,
-      headline: `p50 ${ms(p50)} (+${ms(added)} over direct), p99 ${ms(p99)} (${tail.toFixed(2)}× p50)`,
+      headline: `p50 ${ms(p50)} (+${ms(added)} over direct; a bare proxy +${ms(b50 - d50)}), p99 ${ms(p99)} (${tail.toFixed(2)}× p50)`,
       measured:
         `p50 ${ms(p50)}, p99 ${ms(p99)} (${tail.toFixed(2)}× p50); added p50 ${ms(added)}${notFresh ? `; ${notFresh} not fresh` : ''}; ` +
-        `${slowerBy(viaShim, straight)} pairs shim ≥ 20 ms slower, ${slowerBy(straight, viaShim)} direct ≥ 20 ms slower; ` +
-        `event loop delay p99 ${ms(loop.delayP99Ms)}, max ${ms(loop.delayMaxMs)}; ${loop.gcs} GCs (longest ${ms(loop.gcMaxMs)}); ` +
+        `a bare Fastify proxy in its own process (the same runCompact call): p50 ${ms(b50)} (+${ms(b50 - d50)}), p99 ${ms(b99)} (${(b99 / b50).toFixed(2)}×); ` +
+        `${slowerBy(viaShim, straight)} rounds shim ≥ 20 ms slower than direct, ${slowerBy(straight, viaShim)} direct ≥ 20 ms slower; ` +
+        `shim process CPU ${ms(shimCpuPerAnswer)} per answer; ` +
+        `the client's event loop delay p99 ${ms(loop.delayP99Ms)}, max ${ms(loop.delayMaxMs)}, ${loop.gcs} GCs (longest ${ms(loop.gcMaxMs)}); ` +
         `at the front, ${split}; ${load()}`,
       baseline: `the same SQL straight to the front (the shim's client settings): p50 ${ms(d50)}, p99 ${ms(d99)} (${(d99 / d50).toFixed(2)}× p50)`,
       goal: 'added p50 ≤ 1 ms, p99 ≤ 1.3× p50, every answer fresh',
@@ -206,39 +240,58 @@ async function oneRoute(front: Front, shim: BenchShim, direct: ClickHouseHandle,
     };
   } finally {
     agent.destroy();
+    proxyAgent.destroy();
   }
 }
 
-/** SERVICES distinct pressure keys one at a time, against as many one-by-one queries sent directly. */
-async function distinctKeys(shim: BenchShim, direct: ClickHouseHandle): Promise<BenchLine[]> {
-  const query = shim.shim.catalogue.current().queries.get('pressure');
-  if (query === undefined) throw new Error('no pressure query in the catalogue');
+/**
+ * SERVICES distinct pressure keys one at a time, against as many one-by-one queries sent
+ * directly; the bare proxy's total beside them (not judged).
+ */
+async function distinctKeys(shim: ShimProcess, direct: ClickHouseHandle, front: Front): Promise<BenchLine[]> {
+  const query = shim.query('pressure');
   const agent = oneSocket();
+  const proxyAgent = oneSocket();
   let shimMs = 0;
   let directMs = 0;
+  let proxyMs = 0;
   let notFresh = 0;
-  const before = shim.queriesStarted();
+  // The shim's queries are counted at the front: its engine times while only the shim asked.
+  let started = 0;
+  const timed = async (from: number, ask: (i: number) => Promise<unknown>): Promise<number> => {
+    const t0 = performance.now();
+    for (let i = from; i < from + CHUNK; i++) await ask(i);
+    return performance.now() - t0;
+  };
   try {
+    // Warm, as in oneRoute, on services the figure never asks.
+    for (let i = 0; i < WARM_UP; i++) {
+      await timeSequentialGet(agent, `${shim.url}/keda/pressure?service=warm-${i}&hold=50`);
+      await timeSequentialGet(proxyAgent, `${shim.proxyUrl}/q/pressure?service=warm-${i}`);
+    }
     for (let from = 0; from < SERVICES; from += CHUNK) {
-      let t0 = performance.now();
-      for (let i = from; i < from + CHUNK; i++) await timeDirect(direct, query, { service: `svc-${i}` });
-      directMs += performance.now() - t0;
-      t0 = performance.now();
-      for (let i = from; i < from + CHUNK; i++) if ((await timeSequentialGet(agent, `${shim.url}/keda/pressure?service=svc-${i}&hold=50`)).source !== 'fresh') notFresh += 1;
-      shimMs += performance.now() - t0;
+      directMs += await timed(from, (i) => timeDirect(direct, query, { service: `svc-${i}` }));
+      proxyMs += await timed(from, (i) => timeSequentialGet(proxyAgent, `${shim.proxyUrl}/q/pressure?service=svc-${i}`));
+      await front.engineTimes();
+      shimMs += await timed(from, async (i) => {
+        if ((await timeSequentialGet(agent, `${shim.url}/keda/pressure?service=svc-${i}&hold=50`)).source !== 'fresh') notFresh += 1;
+      });
+      started += (await front.engineTimes()).length;
     }
   } finally {
     agent.destroy();
+    proxyAgent.destroy();
   }
-  const started = shim.queriesStarted() - before;
   const ratio = shimMs / directMs;
   const lines: BenchLine[] = [
     {
       kind: 'figure',
-      name: `shim, ${int(SERVICES)} distinct pressure keys one at a time (one connection, server mode)`,
+      name: `shim, ${int(SERVICES)} distinct pressure keys one at a time (one connection, server mode, shim in its own process)`,
       shortName: `shim, ${int(SERVICES)} distinct pressure keys one at a time`,
       headline: `${(shimMs / 1000).toFixed(1)} s, ${ratio.toFixed(2)}× as many one-by-one queries sent directly`,
-      measured: `${(shimMs / 1000).toFixed(2)} s (${ratio.toFixed(2)}×), ${int(started)} ClickHouse queries${notFresh ? `, ${notFresh} not fresh` : ''}; ${load()}`,
+      measured:
+        `${(shimMs / 1000).toFixed(2)} s (${ratio.toFixed(2)}×), ${int(started)} ClickHouse queries${notFresh ? `, ${notFresh} not fresh` : ''}; ` +
+        `a bare Fastify proxy in its own process: ${(proxyMs / 1000).toFixed(2)} s (${(proxyMs / directMs).toFixed(2)}×); ${load()}`,
       baseline: `${int(SERVICES)} one-by-one queries straight to the front: ${(directMs / 1000).toFixed(2)} s`,
       goal: '≤ 1.05×, every answer fresh',
       outcome: goal(ratio <= 1.05 && notFresh === 0),
@@ -249,13 +302,13 @@ async function distinctKeys(shim: BenchShim, direct: ClickHouseHandle): Promise<
   const burstAgent = new Agent({ connections: 1_010, keepAliveTimeout: 30_000 });
   try {
     await Promise.all(Array.from({ length: 1_000 }, () => request(`${shim.url}/readyz`, { dispatcher: burstAgent }).then((r) => r.body.dump())));
-    const burstBefore = shim.queriesStarted();
+    await front.engineTimes();
     const answers = await Promise.all(Array.from({ length: 1_000 }, (_, i) => timeGet(burstAgent, `${shim.url}/keda/pressure?service=svc-${i}&hold=50`)));
-    const queries = shim.queriesStarted() - burstBefore;
+    const queries = (await front.engineTimes()).length;
     const fresh = answers.filter((a) => a.source === 'fresh').length;
     lines.push({
       kind: 'figure',
-      name: 'shim, 1 000 distinct pressure keys at once (same shim, server mode)',
+      name: 'shim, 1 000 distinct pressure keys at once (same shim process, server mode)',
       measured: `${int(queries)} ClickHouse queries, ${int(fresh)}/1 000 fresh, p100 ${ms(percentile(answers.map((a) => a.ms), 100))}; ${load()}`,
       baseline: '1 000 keys',
       goal: '≤ 4 ClickHouse queries, all fresh',
@@ -267,16 +320,53 @@ async function distinctKeys(shim: BenchShim, direct: ClickHouseHandle): Promise<
   return lines;
 }
 
-async function withShim<T>(run: (shim: BenchShim, direct: ClickHouseHandle, front: Front) => Promise<T>): Promise<T> {
+/** The shim as a pod runs it: the CLI in its own process, server mode against the front. */
+interface ShimProcess {
+  readonly url: string;
+  readonly process: ServerProcess;
+  /** The bare proxy (bare-proxy.ts) beside it, against the same front. */
+  readonly proxyUrl: string;
+  /** The catalogue's compiled query, as the shim compiles it (the direct side sends its SQL). */
+  query(name: string): CompiledQuery;
+}
+
+const SHIM_CLI = new URL('../src/cli/shim.js', import.meta.url).pathname;
+const BARE_PROXY = new URL('./bare-proxy.js', import.meta.url).pathname;
+const OVERRIDE = `queries:\n  pressure:\n    database: ${DATABASE}\n`;
+
+async function withShim<T>(run: (shim: ShimProcess, direct: ClickHouseHandle, front: Front) => Promise<T>): Promise<T> {
+  const dir = mkdtempSync(join(tmpdir(), 'dfe-bench-one-'));
+  const overridePath = join(dir, 'override.yaml');
+  writeFileSync(overridePath, OVERRIDE);
+  const env = { DFE_CLICKHOUSE_DATA_DATABASE: DATABASE, LOG_LEVEL: 'warn' };
+  const config = loadConfig({ DFE_CLICKHOUSE_URL: 'http://127.0.0.1:1', DFE_KEDA_SHIM_QUERY_CONFIG: overridePath, ...env });
+  const catalogue = await loadCatalogue({
+    overridePath,
+    dataDatabase: config.clickhouse.dataDatabase,
+    otelDatabase: config.clickhouse.otelDatabase,
+    builtins: SHIM_CATALOGUE_BUILTINS,
+    clock: systemClock,
+  });
   const front = await startFront();
-  const direct = await openClickHouse(loadConfig({ DFE_CLICKHOUSE_URL: front.url }).clickhouse);
-  const shim = await startBenchShim(`queries:\n  pressure:\n    database: ${DATABASE}\n`, { url: front.url }, { DFE_CLICKHOUSE_DATA_DATABASE: DATABASE });
+  let direct: ClickHouseHandle | undefined;
+  let shim: ServerProcess | undefined;
+  let proxy: ServerProcess | undefined;
   try {
-    return await run(shim, direct, front);
+    direct = await openClickHouse(loadConfig({ DFE_CLICKHOUSE_URL: front.url }).clickhouse);
+    shim = await spawnServer(SHIM_CLI, ['--host', '127.0.0.1', '--port', '{port}', '--clickhouse-url', front.url, '--override', overridePath], env);
+    proxy = await spawnServer(BARE_PROXY, ['{port}', front.url, overridePath, DATABASE]);
+    const query = (name: string): CompiledQuery => {
+      const found = catalogue.queries.get(name);
+      if (found === undefined) throw new Error(`no ${name} query in the catalogue`);
+      return found;
+    };
+    return await run({ url: shim.url, process: shim, proxyUrl: proxy.url, query }, direct, front);
   } finally {
-    await shim.close();
-    await direct.close();
+    await proxy?.stop();
+    await shim?.stop();
+    await direct?.close();
     await front.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
