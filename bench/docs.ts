@@ -216,22 +216,31 @@ min / median / max, and is judged on the median; \`npm run bench\` exits 1 when 
   mean pressure when that is higher (a fleet of few heavy hunts cannot be flatter than one of
   its pulses allows; docs/smoothing.md#reading-flatness-and-the-objective).
 - **one connection, fresh** (bench/one-connection-bench.ts): KEDA's everyday poll, one
-  request at a time. The shim runs in server mode against a steady "server": the embedded
-  engine behind its HTTP front in its own process (bench/front-process.ts), so the engine's
-  work never shares the shim's event loop. 1 000 interleaved pairs per route: the same
-  compiled SQL sent straight to the front through the shim's own client call (\`runCompact\`),
-  then the shim's route (\`/keda/hunt-backlog\`, and \`/keda/pressure\` with a new service each
-  time) through Node's \`http\` on one kept-alive socket, the client stack of the direct side.
-  Beside p50/p99: how many pairs had one side 20 ms slower than the other (a cause of
-  the shim's own shows as an excess on its side; load hits both), the event-loop delay
-  (\`monitorEventLoopDelay\`) and the GC pauses of the shim's process over the run, and
-  where the time went: the front times each query on its engine (from the engine call to the
-  last byte of its output) and, since it runs one at a time in the order sent, each answer is
-  split into the engine's time and the rest (client, HTTP, the front's JS; on the shim's side
-  the shim too), with the share of the slowest 1 %'s excess over p50 that was the engine's.
+  request at a time. Three processes, as in a cluster: the shim (the \`dfe-keda-shim\` CLI,
+  server mode) in one; a steady "server", the embedded engine behind its HTTP front
+  (bench/front-process.ts), in another; the bench, only a client, in a third. The shim first
+  answers 3 000 polls on keys the figure never asks, so its code runs hot, as a pod's does
+  (its CPU per answer fell from 1.9 to 1.1 ms over its first 4 000). Then 1 000 interleaved
+  rounds per route: the same compiled SQL sent straight to the front through the shim's own
+  client call (\`runCompact\`); a bare Fastify route making that same call in a process of its
+  own (bench/bare-proxy.ts: no cache, admission, metrics or checks), the floor of any Node
+  service in the middle; and the shim's route (\`/keda/hunt-backlog\`, and \`/keda/pressure\`
+  with a new service each time). Both HTTP sides are asked through Node's \`http\` on one
+  kept-alive socket each, the client stack of the direct side. The goal judges the shim
+  against direct; beside it: the proxy, the shim process's CPU per answer (all its threads,
+  from /proc), how many rounds had the shim or direct 20 ms slower than the other, the
+  client process's event-loop delay and GC pauses, and where the time went: the front times
+  each query on its engine (from the engine call to the last byte of its output) and, since it
+  runs one at a time in the order sent, each answer is split into the engine's time and the
+  rest (client, HTTP, the front's JS; for the proxy and the shim their process too), with the
+  share of the slowest 1 %'s excess over p50 that was the engine's. The shim used to run
+  inside the bench process, beside its client; a pod shares no process with KEDA, and that
+  sharing hid one process hop (see the next section).
 - **distinct keys one at a time**: 5 000 new pressure services one after another through the
-  shim, against 5 000 one-by-one queries sent straight to the front, in interleaved chunks of
-  500; then 1 000 of them at once on as many connections, counting ClickHouse queries.
+  shim (its own process, warmed as above on other services), against 5 000 one-by-one queries
+  sent straight to the front and through the bare proxy, in interleaved chunks of 500 (the
+  shim's ClickHouse queries counted at the front); then 1 000 of them at once on as many
+  connections, counting ClickHouse queries.
 - **coordination under a nemesis** (bench/nemesis-bench.ts): \`dfe-hunt-runner verify-coordination
   --nemesis pause,cpu,stall,kill\` as its own process, once per claim mode, on its own embedded
   engine with testkeeper: 4 runner processes in server mode through an HTTP front and a stall
