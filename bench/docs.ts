@@ -315,7 +315,7 @@ the shim's, and a p99 of 11 to 45 ms on both. Each suspect on the shim's own pat
   fsynced by the thread pool). The catalogue check every 2 s reads and hashes two small files
   on the thread pool: 0.1 ms at p50; its synchronous part (finding the built-in file) 9 µs.
 - **the HTTP agent**: 500 fresh polls used one socket to the front (\`ss\`): the keep-alive
-  socket is reused between polls, well inside \`idle_socket_ttl\` (2.5 s), and Node 20's agent
+  socket is reused between polls, well inside \`idle_socket_ttl\` (2.5 s, DFE_CLICKHOUSE_IDLE_SOCKET_TTL_MS), and Node 20's agent
   sets \`TCP_NODELAY\`, so no request waits for a delayed ACK.
 - **pino**: no line per request (request logging is off, the request logger is made lazily).
 - **the front**: one query at a time on one engine connection; its tables take no merges

@@ -80,8 +80,8 @@ export async function openClickHouse(config: ClickHouseConfig): Promise<ClickHou
     clickhouse_settings: {},
     ...(tls ? { tls } : {}),
     // DFE_CLICKHOUSE_VERIFY=false: accept any server certificate (only meaningful over https).
-    ...(!config.verifyTls && url.startsWith('https:') ? { http_agent: await insecureAgent() } : {}),
-    keep_alive: { enabled: true, idle_socket_ttl: 2_500 },
+    ...(!config.verifyTls && url.startsWith('https:') ? { http_agent: await insecureAgent(config.idleSocketTtlMs > 0) } : {}),
+    keep_alive: keepAliveOf(config.idleSocketTtlMs),
     max_open_connections: MAX_OPEN_CONNECTIONS,
     // The client's own logger writes every failed request (with a stack) to the
     // console, outside pino and its once-per-key-per-minute rate limit: during an
@@ -90,6 +90,18 @@ export async function openClickHouse(config: ClickHouseConfig): Promise<ClickHou
   });
   markServer(client, url);
   return serverHandle(client, url);
+}
+
+/**
+ * The client's keep-alive for DFE_CLICKHOUSE_IDLE_SOCKET_TTL_MS: an idle socket is
+ * closed by the client after that many ms, so it must stay below the server's
+ * `keep_alive_timeout` (else the client may send on a socket the server has closed).
+ * 0 turns keep-alive off (`Connection: close`, a new connection per query). It is
+ * not passed on as the library's `idle_socket_ttl: 0`, which means "no TTL": idle
+ * sockets kept until the server drops them, the stale reuse this setting avoids.
+ */
+function keepAliveOf(idleSocketTtlMs: number): { enabled: boolean; idle_socket_ttl?: number } {
+  return idleSocketTtlMs > 0 ? { enabled: true, idle_socket_ttl: idleSocketTtlMs } : { enabled: false };
 }
 
 function readCaCert(path: string): Buffer {
@@ -104,7 +116,8 @@ function readCaCert(path: string): Buffer {
   }
 }
 
-async function insecureAgent() {
+/** A given agent takes the place of the client's own: its keep-alive follows the setting too. */
+async function insecureAgent(keepAlive: boolean) {
   const https = await import('node:https');
-  return new https.Agent({ rejectUnauthorized: false, keepAlive: true, maxSockets: MAX_OPEN_CONNECTIONS });
+  return new https.Agent({ rejectUnauthorized: false, keepAlive, maxSockets: MAX_OPEN_CONNECTIONS });
 }

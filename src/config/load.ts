@@ -16,6 +16,8 @@ export interface ClickHouseConfig {
   readonly verifyTls: boolean;
   readonly caCertPath: string | undefined;
   readonly requestTimeoutMs: number;
+  /** Idle keep-alive socket TTL of the server client, ms; 0: keep-alive off (clickhouse/client.ts). */
+  readonly idleSocketTtlMs: number;
   readonly embeddedPath: string;
   /** Passed to the embedded engine as `--config-file` (absolute or relative to the working directory). */
   readonly embeddedConfigFile: string | undefined;
@@ -330,6 +332,7 @@ function build(e: ParsedEnv, notices: readonly string[]): AppConfig {
       verifyTls: e.DFE_CLICKHOUSE_VERIFY,
       caCertPath: e.DFE_CLICKHOUSE_CA_CERT,
       requestTimeoutMs: e.DFE_CLICKHOUSE_REQUEST_TIMEOUT_MS,
+      idleSocketTtlMs: e.DFE_CLICKHOUSE_IDLE_SOCKET_TTL_MS,
       embeddedPath: e.DFE_EMBEDDED_PATH,
       embeddedConfigFile: e.DFE_EMBEDDED_CONFIG_FILE,
       dataDatabase: e.DFE_CLICKHOUSE_DATA_DATABASE,

@@ -131,6 +131,9 @@ export const ADMISSION_DEFAULTS = Object.freeze({
 /** Most queries in flight a setting may ask for: under the server client's 256 sockets. */
 export const MAX_INFLIGHT_LIMIT = 250;
 
+/** The longest delay Node.js's setTimeout honours (2^31 − 1 ms); a longer one fires after 1 ms. */
+const MAX_TIMER_MS = 2_147_483_647;
+
 /** Raw environment (strings), keyed by variable name. */
 export const envSchema = z.object({
   DFE_CLICKHOUSE_BACKEND: z.enum(['auto', 'server', 'embedded']).default('auto'),
@@ -148,6 +151,14 @@ export const envSchema = z.object({
   /** Days hunt_run rows are kept (a TTL on the table, docs/tables.md); whole days, at least 1. */
   DFE_HUNT_RUN_RETENTION_DAYS: positiveInteger.refine((n) => n <= 36_500, { message: 'must be at most 36500 (100 years)' }).default(90),
   DFE_CLICKHOUSE_REQUEST_TIMEOUT_MS: positiveNumber.default(30_000),
+  /**
+   * How long an idle keep-alive socket to a server is kept for the next query; 0: keep-alive
+   * off (a new connection per query; src/clickhouse/client.ts). Keep it below the server's
+   * `keep_alive_timeout`, or a socket the server already closed may be reused.
+   */
+  DFE_CLICKHOUSE_IDLE_SOCKET_TTL_MS: nonNegativeInteger
+    .refine((n) => n <= MAX_TIMER_MS, { message: `must be at most ${MAX_TIMER_MS} (the longest timer Node.js keeps)` })
+    .default(2_500),
   DFE_EMBEDDED_PATH: z.string().min(1).default('./.dfe/clickhouse'),
   /** A ClickHouse config file for the embedded engine (e.g. testkeeper + keeper_map_path_prefix: docs/embedded.md). */
   DFE_EMBEDDED_CONFIG_FILE: z.string().min(1).optional(),
