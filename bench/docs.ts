@@ -357,21 +357,40 @@ never repeats, so its clock expressions never reach three uses) and is not chang
 of its tail on a quiet machine was not found here: on this machine, busy (load 6–8) for the
 whole session, its slowest 1 % in-process used 1.2 × the median CPU (waiting, not work), none
 of Node's GCs lined up with them, and no engine event stood out among its CPU-heaviest 2 %.
-In the full run of this page (load 1.1–1.4), the compile gone, the engine's own p99 was 1.39 ×
-(shim's queries) and 1.42 × (direct) its p50 on the count, 1.37 × and 1.34 × on \`pressure\`;
-the direct baseline as a whole was 1.44 × and 1.34 × its p50. No client of this front meets
-the 1.3 × goal, so the goal stays missed. The shim's side had a tail of its own on top: all
-but the engine's time had a p99 of 6.2 ms against a p50 of 2.3 ms on the count (direct: 3.8
-and 1.8 ms), and that, not the engine, was three quarters of its slowest 1 %'s excess. That is
-the bench process, which runs the shim, its HTTP client and what earlier sections left in its
-heap: GC pauses up to 14 ms and an event-loop delay up to 16 ms during the run. Measuring the
-shim in its own process, as in a pod, is the next step; not done.
+In the full run of 8031ccb (load 1.1–1.4), the compile gone, the engine's own p99 was 1.39 to
+1.42 × its p50 on the count and 1.34 to 1.37 × on \`pressure\`, and the direct baseline as a
+whole 1.44 × and 1.34 ×: no client of this front meets the 1.3 × goal, so it stays missed. The
+shim's side had a tail of its own on top (all but the engine's time: p99 6.2 ms against a p50
+of 2.3 ms on the count; direct 3.8 and 1.8 ms), in the bench process, which then ran the shim
+beside its own HTTP client: GC pauses up to 14 ms and an event-loop delay up to 16 ms.
 
-So the shim adds about 0.5 to 1.0 ms at p50 (0.48 and 0.44 ms in the run above). A probe that
-interleaved a third side, a bare Fastify route answering with the same \`runCompact\` call,
-put 0.42–0.44 ms of the median 0.70–0.79 ms in the HTTP hop itself and 0.28–0.31 ms in the
-shim's own work (load 10–15, before the fresh-path cuts above). The p99 ≤ 1.3 × p50 goal is
-judged by the bench line above, and was not met.
+**The shim in its own process.** The figures now run the shim as a pod does, in a process of
+its own, and a bare Fastify proxy beside it (the method above). Two things showed at once. A
+freshly started shim is not yet hot: its CPU per answer fell from 1.9 to 1.1 ms over its first
+4 000 answers, so both are warmed with 3 000 polls first. And a service in the middle costs a
+process hop that sharing the client's process hid: in this page's run the bare proxy added
+0.50 ms (count) and 0.61 ms (\`pressure\`) at p50 over direct, the shim 0.82 and 0.94 ms, so
+the shim's own work is about 0.3 ms; over 5 000 distinct keys the proxy took 1.04 × direct
+and the shim 1.07 × (goal ≤ 1.05 ×: missed, by the shim's 0.3 ms a key). At p99 the three
+sides sit together: the engine's own time 1.36–1.43 × its p50 on the count (1.28–1.39 × on
+\`pressure\`), direct 1.44 × and 1.41 ×, the proxy 1.33 × and 1.31 ×, the shim 1.38 × and 1.39 ×
+(its constant hop raises its p50, which is why it reads lower than direct). Outside the engine
+the shim's p99 was 6.2 and 5.9 ms against the proxy's 5.6 and 4.3 ms.
+
+Where the hop goes: a CPU profile of the shim over 5 000 fresh \`pressure\` answers (main
+thread, 0.2 ms sampling, load about 1) puts the shim's own modules (executor, flight,
+dispatch, the ClickHouse call, cache, metrics) at about 9 % of its busy time, roughly 0.1 ms
+an answer; Fastify and its router at 6 %; @clickhouse/client and Node's HTTP, stream and event
+code under it most of the rest. Per answer the process used 1.5 ms of main-thread CPU, the
+bare proxy 1.2–1.3 ms (the same run, steady state; this machine's system calls are slow). Two
+habits of the client library cost every query on every side, the direct one included: it
+waits a \`setTimeout(0)\` (at least 1 ms, no CPU) before each request, so that its idle-socket
+timers can run first (clickhouse-js pull request 296), and it sends the SQL through
+\`stream.pipeline\` from \`Readable.from([body])\`, whose end aborts an internal
+\`AbortController\` and builds a \`DOMException\` each time (2.7 % of the shim's busy time).
+Both are the library's; the shim does not patch it. An idle shim process uses about 23 ms of
+CPU a second (2.3 % of a core): half on its main thread, where prom-client's event-loop
+monitor wakes it every 10 ms, half on V8's helper threads.
 
 ## The cached path
 
@@ -402,6 +421,20 @@ extra, and each is gone:
 - the clock: a cached answer reads it once, for the freshness decision and the status board;
 - the key: the sorted declared-parameter names (and the whole key of a query without
   parameters) are built once per compiled query, not per request.
+
+## Tracing on
+
+With tracing on, an unsampled poll costs nothing measurable (sampling ratio 0: CPU per 1 000
+polls 14.88 ms on, 15.04 ms off). At the default 1 % the cost is the sampled polls' own work on
+the main thread: making the span, batching it, serialising the batch and the OTLP request. An
+exporter that sends its request from a worker thread was built and measured: the throughput
+ratio went from a median of 0.89 × to 0.93 × (six interleaved runs each, load 2–4; CPU per
+poll 1.13 × → 1.08 ×), short of the 0.95 × goal, and an exporter that serialised each batch
+and sent nothing still cost 8–9 % more CPU. A CPU profile with tracing on puts OpenTelemetry's
+span creation (\`Tracer.startSpan\`, the span object, its random ids) at 1.8 % of busy time,
+with more GC beside it. The worker was not kept: it needs its own lifecycle (started, unref'd,
+drained at shutdown) and the exporter's internal packages resolved by hand, for a goal still
+missed. A cheaper sampled span is the next step.
 
 ## Memory under a key flood
 
