@@ -1,10 +1,8 @@
 import Fastify from 'fastify';
-import { loadCatalogue } from '../src/catalogue/load.js';
 import { openClickHouse } from '../src/clickhouse/client.js';
-import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config/load.js';
 import { runCompact } from '../src/shim/clickhouse-query.js';
-import { SHIM_CATALOGUE_BUILTINS } from '../src/shim/catalogue-builtins.js';
+import { shimCatalogue } from './shim-catalogue.js';
 
 /**
  * The floor of a fresh answer through any Node HTTP service, as its own process
@@ -15,13 +13,7 @@ import { SHIM_CATALOGUE_BUILTINS } from '../src/shim/catalogue-builtins.js';
  */
 const [port = '0', url = '', overridePath = '', database = 'default'] = process.argv.slice(2);
 const config = loadConfig({ DFE_CLICKHOUSE_URL: url, DFE_KEDA_SHIM_QUERY_CONFIG: overridePath, DFE_CLICKHOUSE_DATA_DATABASE: database });
-const catalogue = await loadCatalogue({
-  overridePath,
-  dataDatabase: config.clickhouse.dataDatabase,
-  otelDatabase: config.clickhouse.otelDatabase,
-  builtins: SHIM_CATALOGUE_BUILTINS,
-  clock: systemClock,
-});
+const catalogue = await shimCatalogue(overridePath, config.clickhouse);
 const clickhouse = await openClickHouse(config.clickhouse);
 const app = Fastify({ logger: false });
 app.get('/readyz', async () => ({ status: 'ready' }));

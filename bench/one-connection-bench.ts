@@ -6,15 +6,13 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { Agent, request } from 'undici';
-import { loadCatalogue } from '../src/catalogue/load.js';
 import type { CompiledQuery } from '../src/catalogue/types.js';
 import { openClickHouse, type ClickHouseHandle } from '../src/clickhouse/client.js';
-import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config/load.js';
 import { runCompact } from '../src/shim/clickhouse-query.js';
-import { SHIM_CATALOGUE_BUILTINS } from '../src/shim/catalogue-builtins.js';
 import { spawnServer, type ServerProcess } from './processes.js';
 import { goal, int, ms, percentile, type BenchLine } from './report.js';
+import { shimCatalogue } from './shim-catalogue.js';
 
 /**
  * KEDA's everyday traffic (issue 29): one poll at a time on one connection, every answer
@@ -340,13 +338,7 @@ async function withShim<T>(run: (shim: ShimProcess, direct: ClickHouseHandle, fr
   writeFileSync(overridePath, OVERRIDE);
   const env = { DFE_CLICKHOUSE_DATA_DATABASE: DATABASE, LOG_LEVEL: 'warn' };
   const config = loadConfig({ DFE_CLICKHOUSE_URL: 'http://127.0.0.1:1', DFE_KEDA_SHIM_QUERY_CONFIG: overridePath, ...env });
-  const catalogue = await loadCatalogue({
-    overridePath,
-    dataDatabase: config.clickhouse.dataDatabase,
-    otelDatabase: config.clickhouse.otelDatabase,
-    builtins: SHIM_CATALOGUE_BUILTINS,
-    clock: systemClock,
-  });
+  const catalogue = await shimCatalogue(overridePath, config.clickhouse);
   const front = await startFront();
   let direct: ClickHouseHandle | undefined;
   let shim: ServerProcess | undefined;
