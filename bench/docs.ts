@@ -228,8 +228,9 @@ min / median / max, and is judged on the median; \`npm run bench\` exits 1 when 
   with a new service each time). Both HTTP sides are asked through Node's \`http\` on one
   kept-alive socket each, the client stack of the direct side. The goal judges the shim
   against direct; beside it: the proxy, the shim process's CPU per answer (all its threads,
-  from /proc), how many rounds had the shim or direct 20 ms slower than the other, the
-  client process's event-loop delay and GC pauses, and where the time went: the front times
+  from /proc, over the rounds, its idle work of about 23 ms a second included), how many
+  rounds had the shim or direct 20 ms slower than the other, the client process's event-loop
+  delay and GC pauses, and where the time went: the front times
   each query on its engine (from the engine call to the last byte of its output) and, since it
   runs one at a time in the order sent, each answer is split into the engine's time and the
   rest (client, HTTP, the front's JS; for the proxy and the shim their process too), with the

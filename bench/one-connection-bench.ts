@@ -229,7 +229,7 @@ async function oneRoute(front: Front, shim: ShimProcess, direct: ClickHouseHandl
         `p50 ${ms(p50)}, p99 ${ms(p99)} (${tail.toFixed(2)}× p50); added p50 ${ms(added)}${notFresh ? `; ${notFresh} not fresh` : ''}; ` +
         `a bare Fastify proxy in its own process (the same runCompact call): p50 ${ms(b50)} (+${ms(b50 - d50)}), p99 ${ms(b99)} (${(b99 / b50).toFixed(2)}×); ` +
         `${slowerBy(viaShim, straight)} rounds shim ≥ 20 ms slower than direct, ${slowerBy(straight, viaShim)} direct ≥ 20 ms slower; ` +
-        `shim process CPU ${ms(shimCpuPerAnswer)} per answer; ` +
+        `shim process CPU ${ms(shimCpuPerAnswer)} per answer (idle work included); ` +
         `the client's event loop delay p99 ${ms(loop.delayP99Ms)}, max ${ms(loop.delayMaxMs)}, ${loop.gcs} GCs (longest ${ms(loop.gcMaxMs)}); ` +
         `at the front, ${split}; ${load()}`,
       baseline: `the same SQL straight to the front (the shim's client settings): p50 ${ms(d50)}, p99 ${ms(d99)} (${(d99 / d50).toFixed(2)}× p50)`,
