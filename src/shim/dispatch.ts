@@ -164,7 +164,7 @@ export class Dispatch {
     if (values.length === 1 && only !== undefined) {
       const params = { ...fixed, [query.batch.param]: only };
       const report = await this.counted(query, () => withSpan(parent, () => fly(clickhouse.client, query, params, options)));
-      return new Map([[only, report.outcome]]);
+      return new Map<string, FlightOutcome>().set(only, report.outcome);
     }
     const report: BatchReport = await this.counted(query, () => withSpan(parent, () => flyBatch(clickhouse.client, query, values, fixed, options)));
     return report.outcomes;
