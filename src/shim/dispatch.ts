@@ -83,12 +83,17 @@ export class Dispatch {
   private async runSingle(query: CompiledQuery, params: DeclaredParams, waitMs: number, onStart: () => void, parent: Span | undefined): Promise<KeyOutcome> {
     const admitted = this.admit(query, waitMs);
     const ticket = admitted instanceof Promise ? await admitted : admitted;
-    if (ticket.kind === 'refused') return this.overload(query, ticket);
-    onStart();
+    if (ticket.kind === 'refused') {
+      this.observeWait(query, ticket);
+      return this.overload(query, ticket);
+    }
     try {
       const { clickhouse } = this.options;
-      const report = await this.counted(query, () => withSpan(parent, () => fly(clickhouse.client, query, params, { afterError: clickhouse.afterQueryError })));
-      return report.outcome;
+      const report = this.counted(query, () => withSpan(parent, () => fly(clickhouse.client, query, params, { afterError: clickhouse.afterQueryError })));
+      // Bookkeeping after the call, as in runBatch.
+      this.observeWait(query, ticket);
+      onStart();
+      return (await report).outcome;
     } finally {
       ticket.release();
     }
@@ -125,16 +130,22 @@ export class Dispatch {
     const admitted = this.admit(query, giveUpAtMs - this.options.clock.monotonicMs());
     const ticket = admitted instanceof Promise ? await admitted : admitted;
     if (ticket.kind === 'refused') {
+      this.observeWait(query, ticket);
       const overload = this.overload(query, ticket);
       for (const member of members) member.resolve(overload);
       return;
     }
-    for (const member of members) member.onStart();
-    const values = [...new Set(members.map((m) => m.value))];
+    const values = members.length === 1 && members[0] !== undefined ? [members[0].value] : [...new Set(members.map((m) => m.value))];
     let outcomes: ReadonlyMap<string, FlightOutcome>;
     try {
+      // The query first, the bookkeeping after: the client library sends a query only after a
+      // timer of its own (setTimeout 0), so what runs here before this turn ends does not delay
+      // it (docs/performance.md#the-shim-in-its-own-process). Nothing reads `started` before then.
+      const flown = this.flyValues(query, fixed, values, members[0]?.parent);
+      this.observeWait(query, ticket);
+      for (const member of members) member.onStart();
       if (this.isLive(query)) this.options.metrics.batchSize.observe({ query: query.name }, values.length);
-      outcomes = await this.flyValues(query, fixed, values, members[0]?.parent);
+      outcomes = await flown;
     } finally {
       ticket.release();
     }
@@ -153,25 +164,22 @@ export class Dispatch {
     if (values.length === 1 && only !== undefined) {
       const params = { ...fixed, [query.batch.param]: only };
       const report = await this.counted(query, () => withSpan(parent, () => fly(clickhouse.client, query, params, options)));
-      return new Map([[only, report.outcome]]);
+      return new Map<string, FlightOutcome>().set(only, report.outcome);
     }
     const report: BatchReport = await this.counted(query, () => withSpan(parent, () => flyBatch(clickhouse.client, query, values, fixed, options)));
     return report.outcomes;
   }
 
-  /** A slot for one ClickHouse query of `query`, waiting at most `waitMs`; the wait is observed. No promise when a slot is free now. */
+  /** A slot for one ClickHouse query of `query`, waiting at most `waitMs` (the caller observes the wait). No promise when a slot is free now. */
   private admit(query: CompiledQuery, waitMs: number): Ticket | Promise<Ticket> {
-    const now = this.admission.tryAcquire(query.name);
-    if (now !== undefined) return this.observeWait(query, now);
-    return this.admission.acquire(query.name, waitMs).then((ticket) => this.observeWait(query, ticket));
+    return this.admission.tryAcquire(query.name) ?? this.admission.acquire(query.name, waitMs);
   }
 
-  private observeWait(query: CompiledQuery, ticket: Ticket): Ticket {
+  private observeWait(query: CompiledQuery, ticket: Ticket): void {
     if (this.isLive(query)) {
       const outcome = ticket.kind === 'admitted' ? 'started' : 'overload';
       this.options.metrics.admissionWait.observe({ query: query.name, outcome }, ticket.waitedMs / 1000);
     }
-    return ticket;
   }
 
   /** Runs one admitted ClickHouse query: the started count, the in-flight count and the duration histogram. */

@@ -92,24 +92,27 @@ export class QueryExecutor {
     return this.reuse(cacheKey(query.name, query.params, params), query);
   }
 
-  /** `cached`, else `answer`, with the key built once: what every transport calls (serve.ts). */
+  /** `cached`, else `answer`, with the key built once and looked up once: what every transport calls (serve.ts). */
   answerNowOrLater(query: CompiledQuery, params: DeclaredParams, hold: number | undefined): Answer | Promise<Answer> {
     const key = cacheKey(query.name, query.params, params);
-    return this.reuse(key, query) ?? this.ask(key, query, params, hold);
+    const entry = this.cache.get(key);
+    return this.reuseEntry(entry, query) ?? this.ask(key, query, params, hold, entry !== undefined);
   }
 
   async answer(query: CompiledQuery, params: DeclaredParams, hold: number | undefined): Promise<Answer> {
-    const key = cacheKey(query.name, query.params, params);
-    return this.reuse(key, query) ?? this.ask(key, query, params, hold);
+    return this.answerNowOrLater(query, params, hold);
   }
 
-  /** Steps 2–4 for a key with no young value: join or start its flight, wait at most the deadline. */
-  private async ask(key: string, query: CompiledQuery, params: DeclaredParams, hold: number | undefined): Promise<Answer> {
+  /**
+   * Steps 2–4 for a key with no young value: join or start its flight, wait at most the deadline.
+   * `held`: whether the cache has an (old) entry for the key, as the lookup just before found it.
+   */
+  private async ask(key: string, query: CompiledQuery, params: DeclaredParams, hold: number | undefined, held: boolean): Promise<Answer> {
     const poll = pollSpan();
     const arrivedMs = this.options.clock.monotonicMs();
     const joined = this.inflight.get(key);
     const flight = joined ?? this.launch(key, query, params, poll);
-    const cancelPeers = this.peersAhead(key, query, hold);
+    const cancelPeers = held ? undefined : this.peersAhead(key, query, hold);
     const left = query.deadlineMs - (this.options.clock.monotonicMs() - arrivedMs);
     let outcome = await settleWithin(flight.promise, Math.max(0, left));
     cancelPeers?.();
@@ -129,9 +132,13 @@ export class QueryExecutor {
   }
 
   private reuse(key: string, query: CompiledQuery): Answer | undefined {
+    return this.reuseEntry(this.cache.get(key), query);
+  }
+
+  private reuseEntry(entry: GoodValue | undefined, query: CompiledQuery): Answer | undefined {
     // One clock reading for the decision and the status board: this runs on every cached answer.
     const nowMs = this.options.clock.nowMs();
-    const reused = reusable(this.cache.get(key), query, nowMs);
+    const reused = reusable(entry, query, nowMs);
     return reused === undefined ? undefined : this.traced(pollSpan(), query, 'young', this.served(query, reused, nowMs));
   }
 
@@ -198,10 +205,10 @@ export class QueryExecutor {
     return entry;
   }
 
-  /** A cold key waiting on its query: the peers are asked before the deadline runs out (last-good/last-good.ts). */
+  /** A cold key (none in the cache) waiting on its query: the peers are asked before the deadline runs out (last-good/last-good.ts). */
   private peersAhead(key: string, query: CompiledQuery, hold: number | undefined): (() => void) | undefined {
     const lastGood = this.options.lastGood;
-    if (lastGood === undefined || this.cache.peek(key) !== undefined || (query.metricType === 'Value' && hold !== undefined)) return undefined;
+    if (lastGood === undefined || (query.metricType === 'Value' && hold !== undefined)) return undefined;
     return lastGood.askPeersAhead(query, key);
   }
 
@@ -246,15 +253,24 @@ function queryOfKey(key: string): string {
 
 type Settled = KeyOutcome | { readonly kind: 'deadline' };
 
-/** The flight's outcome, or `deadline` if it has not settled within `deadlineMs` (the flight goes on). */
-async function settleWithin(promise: Promise<KeyOutcome>, deadlineMs: number): Promise<Settled> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<Settled>((resolve) => {
-    timer = setTimeout(() => resolve({ kind: 'deadline' }), deadlineMs);
+const DEADLINE: Settled = Object.freeze({ kind: 'deadline' });
+
+/**
+ * The flight's outcome, or `deadline` if it has not settled within `deadlineMs` (the flight goes on).
+ * One promise and one timer: no race of two promises (this runs on every fresh answer).
+ */
+function settleWithin(promise: Promise<KeyOutcome>, deadlineMs: number): Promise<Settled> {
+  return new Promise<Settled>((resolve, reject) => {
+    const timer = setTimeout(() => resolve(DEADLINE), deadlineMs);
+    promise.then(
+      (outcome) => {
+        clearTimeout(timer);
+        resolve(outcome);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err as Error);
+      },
+    );
   });
-  try {
-    return await Promise.race([promise, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

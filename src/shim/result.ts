@@ -38,6 +38,10 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+function isColumn(column: unknown): boolean {
+  return isRecord(column) && typeof column.name === 'string';
+}
+
 /**
  * A parsed JSONCompact body → its meta and rows, or why it is not one:
  * `meta` a list of `{name}`, `data` a list of rows, each row an ARRAY of
@@ -50,11 +54,13 @@ export function checkCompactShape(body: unknown): { readonly ok: CompactResult }
     return { kind: 'exception', message: `ClickHouse reported an error mid-answer: ${showValue(body.exception)}` };
   }
   const { meta, data } = body;
-  if (!Array.isArray(meta) || !meta.every((c) => isRecord(c) && typeof c.name === 'string')) {
+  if (!Array.isArray(meta) || !meta.every(isColumn)) {
     return { kind: 'invalid', message: `"meta" is not a list of columns (${showValue(meta)})` };
   }
   if (!Array.isArray(data)) return { kind: 'invalid', message: `"data" is not a list of rows (${showValue(data)})` };
-  for (const [i, row] of data.entries()) {
+  // Indexed, not an entries() iterator: this runs on every fresh answer.
+  for (let i = 0; i < data.length; i++) {
+    const row: unknown = data[i];
     if (!Array.isArray(row)) return { kind: 'invalid', message: `row ${i} is not an array of cells (${showValue(row)})` };
     if (row.length !== meta.length) {
       return { kind: 'invalid', message: `row ${i} has ${row.length} cells for ${meta.length} columns` };

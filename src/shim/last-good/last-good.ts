@@ -24,6 +24,9 @@ export interface LastGoodOptions {
   readonly selfPort?: () => number;
 }
 
+/** What askPeersAhead hands back without peers: one function, not one per fresh answer. */
+const nothingToCancel = (): void => undefined;
+
 export class LastGood {
   readonly store: LastGoodStore;
   readonly snapshot: LastGoodSnapshot | undefined;
@@ -77,7 +80,7 @@ export class LastGood {
    * answered first). A no-op without peers.
    */
   askPeersAhead(query: CompiledQuery, key: string): () => void {
-    if (this.peers === undefined) return () => undefined;
+    if (this.peers === undefined) return nothingToCancel;
     const budgetMs = Math.min(this.peerTimeoutMs, Math.floor(query.deadlineMs / 2));
     const timer = setTimeout(() => void this.fromPeers(query, key, budgetMs), query.deadlineMs - budgetMs);
     return () => clearTimeout(timer);
