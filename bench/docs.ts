@@ -382,14 +382,19 @@ smaller rule.
 its own, and a bare Fastify proxy beside it (the method above). Two things showed at once. A
 freshly started shim is not yet hot: its CPU per answer fell from 1.9 to 1.1 ms over its first
 4 000 answers, so both are warmed with 3 000 polls first. And a service in the middle costs a
-process hop that sharing the client's process hid: in this page's run the bare proxy added
-0.50 ms (count) and 0.61 ms (\`pressure\`) at p50 over direct, the shim 0.82 and 0.94 ms, so
-the shim's own work is about 0.3 ms; over 5 000 distinct keys the proxy took 1.04 × direct
-and the shim 1.07 × (goal ≤ 1.05 ×: missed, by the shim's 0.3 ms a key). At p99 the three
-sides sit together: the engine's own time 1.36–1.43 × its p50 on the count (1.28–1.39 × on
-\`pressure\`), direct 1.44 × and 1.41 ×, the proxy 1.33 × and 1.31 ×, the shim 1.38 × and 1.39 ×
-(its constant hop raises its p50, which is why it reads lower than direct). Outside the engine
-the shim's p99 was 6.2 and 5.9 ms against the proxy's 5.6 and 4.3 ms.
+process hop that sharing the client's process hid. In the run of 3c7627a the bare proxy added
+0.50 ms (count) and 0.61 ms (\`pressure\`) at p50 over direct, the shim 0.82 and 0.94 ms; in
+this page's run, after the shim began calling ClickHouse before its bookkeeping (below), the
+proxy added 0.38 and 0.34 ms and the shim 0.57 and 0.47 ms, so the shim's own work at p50 is
+now about 0.15 ms. Over 5 000 distinct keys it still costs more: the proxy took 1.04 × then
+and 1.05 × now, the shim 1.07 × and 1.09 × (goal ≤ 1.05 ×: missed; direct was faster in this
+run, 8.0 against 9.7 ms a key, which raises every ratio for the same added time), 0.68 ms a
+key over direct against the proxy's 0.36: a mean, so the shim's slower tail counts in it. At
+p99 the three sides sit together: in this page's run the engine's own time 1.34–1.37 × its
+p50 on the count (1.36–1.54 × on \`pressure\`), direct 1.37 × and 1.44 ×, the proxy 1.34 × and
+1.34 ×, the shim 1.33 × and 1.46 × (a constant hop raises a side's p50, which lowers its
+ratio). Outside the engine the shim's p99 was 5.5 and 3.3 ms against the proxy's 4.4 and
+3.1 ms.
 
 Where the hop goes: a CPU profile of the shim over 5 000 fresh \`pressure\` answers (main
 thread, 0.2 ms sampling, load about 1) puts the shim's own modules (executor, flight,
@@ -448,6 +453,11 @@ extra, and each is gone:
 - the clock: a cached answer reads it once, for the freshness decision and the status board;
 - the key: the sorted declared-parameter names (and the whole key of a query without
   parameters) are built once per compiled query, not per request.
+
+This page's run read 0.94 × (rounds 0.89–0.99 ×), where the run before it read 1.00 × (rounds
+0.83–1.08 ×). It is the machine, not the change between them: within the same hour the code
+from before that change read 0.92 × and 0.93 ×, and the code of this run 0.93 × and 0.93 ×
+(the section alone, interleaved, load about 1). The goal is missed in this run and says so.
 
 ## Tracing on
 
