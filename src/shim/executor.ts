@@ -84,23 +84,14 @@ export class QueryExecutor {
   }
 
   /**
-   * Step 1 alone, synchronous: a young cached value, served (metrics, status),
-   * or undefined, and then `answer`. The query route answers a cache hit
-   * without a promise (docs/performance.md).
+   * Step 1, synchronous: a young cached value, served (metrics, status); else steps 2–4 (`ask`).
+   * The key is built once and looked up once; a cache hit is answered without a promise
+   * (docs/performance.md). What every transport calls (serve.ts).
    */
-  cached(query: CompiledQuery, params: DeclaredParams): Answer | undefined {
-    return this.reuse(cacheKey(query.name, query.params, params), query);
-  }
-
-  /** `cached`, else `answer`, with the key built once and looked up once: what every transport calls (serve.ts). */
   answerNowOrLater(query: CompiledQuery, params: DeclaredParams, hold: number | undefined): Answer | Promise<Answer> {
     const key = cacheKey(query.name, query.params, params);
     const entry = this.cache.get(key);
     return this.reuseEntry(entry, query) ?? this.ask(key, query, params, hold, entry !== undefined);
-  }
-
-  async answer(query: CompiledQuery, params: DeclaredParams, hold: number | undefined): Promise<Answer> {
-    return this.answerNowOrLater(query, params, hold);
   }
 
   /**
@@ -129,10 +120,6 @@ export class QueryExecutor {
     withSpan(poll, () => this.logFailure(key, query, params, reason, message, answer));
     if (answer.source === 'last_good' && missedHold(query, hold)) this.warnNoHold(query);
     return this.traced(poll, query, decision, this.served(query, answer), reason);
-  }
-
-  private reuse(key: string, query: CompiledQuery): Answer | undefined {
-    return this.reuseEntry(this.cache.get(key), query);
   }
 
   private reuseEntry(entry: GoodValue | undefined, query: CompiledQuery): Answer | undefined {
