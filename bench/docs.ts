@@ -221,7 +221,8 @@ min / median / max, and is judged on the median; \`npm run bench\` exits 1 when 
   (bench/front-process.ts), in another; the bench, only a client, in a third. The shim first
   answers 3 000 polls on keys the figure never asks, so its code runs hot, as a pod's does
   (its CPU per answer fell from 1.9 to 1.1 ms over its first 4 000). Then 1 000 interleaved
-  rounds per route: the same compiled SQL sent straight to the front through the shim's own
+  rounds per route, the three sides taking turns at going first, second and last (so none
+  always follows another's query on the front): the same compiled SQL sent straight to the front through the shim's own
   client call (\`runCompact\`); a bare Fastify route making that same call in a process of its
   own (bench/bare-proxy.ts: no cache, admission, metrics or checks), the floor of any Node
   service in the middle; and the shim's route (\`/keda/hunt-backlog\`, and \`/keda/pressure\`
@@ -239,8 +240,8 @@ min / median / max, and is judged on the median; \`npm run bench\` exits 1 when 
   sharing hid one process hop (see the next section).
 - **distinct keys one at a time**: 5 000 new pressure services one after another through the
   shim (its own process, warmed as above on other services), against 5 000 one-by-one queries
-  sent straight to the front and through the bare proxy, in interleaved chunks of 500 (the
-  shim's ClickHouse queries counted at the front); then 1 000 of them at once on as many
+  sent straight to the front and through the bare proxy, in interleaved chunks of 500 whose
+  order turns as the rounds' does (the shim's ClickHouse queries counted at the front); then 1 000 of them at once on as many
   connections, counting ClickHouse queries.
 - **coordination under a nemesis** (bench/nemesis-bench.ts): \`dfe-hunt-runner verify-coordination
   --nemesis pause,cpu,stall,kill\` as its own process, once per claim mode, on its own embedded

@@ -130,15 +130,25 @@ async function timeDirect(client: ClickHouseHandle, query: CompiledQuery, params
 const load = (): string => `load ${(loadavg()[0] ?? 0).toFixed(1)}`;
 
 /**
+ * The order of the sides in round (or chunk) `i`: each side takes each place in turn, so none
+ * always goes first or last (what the previous side left in the front's engine, its caches
+ * or the machine's scheduler, falls on every side alike).
+ */
+function sideOrder(i: number, sides: number): number[] {
+  return Array.from({ length: sides }, (_, place) => (place + i) % sides);
+}
+
+/**
  * Where the tail was: each answer split into the front's engine time for its query (the
  * front runs them one at a time, in the order sent, so the i-th round's queries are the
- * engine times k·i … k·i + k − 1 for k sides, in the sides' order) and the rest (the client,
- * HTTP, the front's JS; for the shim and the proxy also their own process). Undefined when the
- * front did not run exactly one query per answer.
+ * engine times k·i … k·i + k − 1 for k sides, in that round's sideOrder) and the rest (the
+ * client, HTTP, the front's JS; for the shim and the proxy also their own process). Undefined
+ * when the front did not run exactly one query per answer.
  */
 function engineSplit(engine: readonly number[], sides: readonly { label: string; times: readonly number[] }[]): string | undefined {
   const rounds = sides[0]?.times.length ?? 0;
   if (engine.length !== sides.length * rounds || sides.some((s) => s.times.length !== rounds)) return undefined;
+  const engineOf = (k: number, i: number) => engine[sides.length * i + sideOrder(i, sides.length).indexOf(k)] ?? 0;
   const side = (label: string, total: readonly number[], eng: readonly number[]) => {
     const rest = total.map((t, i) => t - (eng[i] ?? 0));
     const p50 = percentile(total, 50);
@@ -156,11 +166,11 @@ function engineSplit(engine: readonly number[], sides: readonly { label: string;
     const [e50, e99, r50, r99] = [engineP50, percentile(eng, 99), percentile(rest, 50), percentile(rest, 99)];
     return `${label}: engine p50 ${ms(e50)}, p99 ${ms(e99)} (${(e99 / e50).toFixed(2)}×), the rest p50 ${ms(r50)}, p99 ${ms(r99)}; engine ${share} of the slowest 1%'s excess`;
   };
-  return sides.map((s, k) => side(s.label, s.times, s.times.map((_, i) => engine[sides.length * i + k] ?? 0))).join('; ');
+  return sides.map((s, k) => side(s.label, s.times, s.times.map((_, i) => engineOf(k, i)))).join('; ');
 }
 
 /**
- * One route at one connection: ROUNDS interleaved (direct, bare proxy, shim) rounds after a
+ * One route at one connection: ROUNDS interleaved rounds (direct, bare proxy, shim, in sideOrder) after a
  * warm-up. The judged figure is the shim against direct; the bare proxy (bare-proxy.ts, its
  * own process) shows what any Node HTTP service in the middle costs on this machine.
  */
@@ -193,13 +203,17 @@ async function oneRoute(front: Front, shim: ShimProcess, direct: ClickHouseHandl
     await front.engineTimes(); // the warm-up's
     const shimCpuBefore = shim.process.cpuMs();
     const watch = watchLoop();
-    for (let i = 0; i < ROUNDS; i++) {
-      straight.push(await timeDirect(direct, query, params(i)));
-      viaProxy.push((await timeSequentialGet(proxyAgent, proxied(i))).ms);
-      const got = await timeSequentialGet(agent, route(i));
-      viaShim.push(got.ms);
-      if (got.source !== 'fresh') notFresh += 1;
-    }
+    // The sides in the order engineSplit pairs with the front's engine times: 0 direct, 1 proxy, 2 shim.
+    const ask = [
+      async (i: number) => void straight.push(await timeDirect(direct, query, params(i))),
+      async (i: number) => void viaProxy.push((await timeSequentialGet(proxyAgent, proxied(i))).ms),
+      async (i: number) => {
+        const got = await timeSequentialGet(agent, route(i));
+        viaShim.push(got.ms);
+        if (got.source !== 'fresh') notFresh += 1;
+      },
+    ];
+    for (let i = 0; i < ROUNDS; i++) for (const k of sideOrder(i, ask.length)) await ask[k]?.(i);
     const loop = watch.stop();
     const shimCpuPerAnswer = (shim.process.cpuMs() - shimCpuBefore) / ROUNDS;
     const engine = await front.engineTimes();
@@ -267,15 +281,18 @@ async function distinctKeys(shim: ShimProcess, direct: ClickHouseHandle, front: 
       await timeSequentialGet(agent, `${shim.url}/keda/pressure?service=warm-${i}&hold=50`);
       await timeSequentialGet(proxyAgent, `${shim.proxyUrl}/q/pressure?service=warm-${i}`);
     }
-    for (let from = 0; from < SERVICES; from += CHUNK) {
-      directMs += await timed(from, (i) => timeDirect(direct, query, { service: `svc-${i}` }));
-      proxyMs += await timed(from, (i) => timeSequentialGet(proxyAgent, `${shim.proxyUrl}/q/pressure?service=svc-${i}`));
-      await front.engineTimes();
-      shimMs += await timed(from, async (i) => {
-        if ((await timeSequentialGet(agent, `${shim.url}/keda/pressure?service=svc-${i}&hold=50`)).source !== 'fresh') notFresh += 1;
-      });
-      started += (await front.engineTimes()).length;
-    }
+    const chunk = [
+      async (from: number) => (directMs += await timed(from, (i) => timeDirect(direct, query, { service: `svc-${i}` }))),
+      async (from: number) => (proxyMs += await timed(from, (i) => timeSequentialGet(proxyAgent, `${shim.proxyUrl}/q/pressure?service=svc-${i}`))),
+      async (from: number) => {
+        await front.engineTimes();
+        shimMs += await timed(from, async (i) => {
+          if ((await timeSequentialGet(agent, `${shim.url}/keda/pressure?service=svc-${i}&hold=50`)).source !== 'fresh') notFresh += 1;
+        });
+        started += (await front.engineTimes()).length;
+      },
+    ];
+    for (let from = 0; from < SERVICES; from += CHUNK) for (const k of sideOrder(from / CHUNK, chunk.length)) await chunk[k]?.(from);
   } finally {
     agent.destroy();
     proxyAgent.destroy();
