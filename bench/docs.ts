@@ -429,18 +429,19 @@ only what comes before the call, and on the way back, counts.
 
 What an engine time holds besides the engine: the front is a Node process too, and an engine
 time is wall time on two cores. In one process (engine and client, \`pressure\` 2 000 times on
-one service after 200), the queries that used over 1.3 × the median CPU (3–5 % of them) came
-at the same query numbers run after run (213, 227, 239, 335, 336, 352, 443, …), whichever
-service was asked: they follow V8's counters, not the clock or the data. In their windows
-(\`perf\` at 5 kHz, per thread) V8's background threads were busy, two thirds of it TurboFan
-compiling and the rest concurrent marking and scavenging, about 2.7 ms of CPU a window against
-almost none in the others; the engine's own counters showed no extra work, only more time
-runnable and waiting for a core (\`OSCPUWaitMicroseconds\` 1.2 against 0.4 ms). The compiles
-trickle on long after start (2–10 functions optimised per 100 queries after 2 000); after
-6 000 queries of warm-up the CPU p99 was 1.30 × its median, against 1.6–1.9 × after 200. So
-here part of every side's tail is V8 at work in one of the three processes (front, shim or
-proxy, client) on a core the engine needed. With the sides in a fixed order (direct, proxy,
-shim) instead of taking turns, the 5 000 keys read the same (shim 1.09 ×, proxy 1.05 ×).
+one service after 200), the queries that used over 1.3 × the median CPU (3–5 % of them) came at
+the same query numbers run after run (213, 227, 239, 335, 336, 352, 443, …), whichever service
+was asked: they follow V8's counters, not the clock or the data. In their windows (\`perf\` at
+5 kHz, per thread) V8's background threads were busy, two thirds of it TurboFan compiling and
+the rest concurrent marking and scavenging, about 2.7 ms of CPU a window against almost none in
+the others; the engine's own counters showed no extra work, only more time runnable and waiting
+for a core (\`OSCPUWaitMicroseconds\` 1.2 against 0.4 ms). The compiles trickle on long after
+start (2–10 functions optimised per 100 queries after 2 000); after 6 000 queries of warm-up
+the CPU p99 was 1.30 × its median in one run, against 1.6–1.9 × after 200. So here part of
+every side's tail is V8 at work in one of the three processes (front, shim or proxy, client) on
+a core the engine needed. The sides now take turns at going first (the method above); the 5 000
+keys read the same either way: shim 1.09 × and proxy 1.05 × in a fixed order (direct, proxy,
+shim; the run of e7e6071) and in turns (the section alone, load 1.5).
 
 A batch of one key against no batch form: the same 5 000 keys through a second shim with
 \`pressure: {batch: null}\` in its override, interleaved with the first, the proxy and direct
