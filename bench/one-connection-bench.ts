@@ -170,9 +170,10 @@ function engineSplit(engine: readonly number[], sides: readonly { label: string;
 }
 
 /**
- * One route at one connection: ROUNDS interleaved rounds (direct, bare proxy, shim, in sideOrder) after a
- * warm-up. The judged figure is the shim against direct; the bare proxy (bare-proxy.ts, its
- * own process) shows what any Node HTTP service in the middle costs on this machine.
+ * One route at one connection: ROUNDS interleaved rounds (direct, bare proxy, shim, in
+ * sideOrder) after a warm-up. The judged figure is the shim against direct; the bare proxy
+ * (bare-proxy.ts, its own process) shows what any Node HTTP service in the middle costs on
+ * this machine.
  */
 async function oneRoute(front: Front, shim: ShimProcess, direct: ClickHouseHandle, name: 'backlog' | 'pressure'): Promise<BenchLine> {
   const query = shim.query(name);
@@ -281,15 +282,24 @@ async function distinctKeys(shim: ShimProcess, direct: ClickHouseHandle, front: 
       await timeSequentialGet(agent, `${shim.url}/keda/pressure?service=warm-${i}&hold=50`);
       await timeSequentialGet(proxyAgent, `${shim.proxyUrl}/q/pressure?service=warm-${i}`);
     }
+    // Each side's chunk adds its time once the chunk is over (never `x += await …`, which reads x before the wait).
     const chunk = [
-      async (from: number) => (directMs += await timed(from, (i) => timeDirect(direct, query, { service: `svc-${i}` }))),
-      async (from: number) => (proxyMs += await timed(from, (i) => timeSequentialGet(proxyAgent, `${shim.proxyUrl}/q/pressure?service=svc-${i}`))),
+      async (from: number) => {
+        const took = await timed(from, (i) => timeDirect(direct, query, { service: `svc-${i}` }));
+        directMs += took;
+      },
+      async (from: number) => {
+        const took = await timed(from, (i) => timeSequentialGet(proxyAgent, `${shim.proxyUrl}/q/pressure?service=svc-${i}`));
+        proxyMs += took;
+      },
       async (from: number) => {
         await front.engineTimes();
-        shimMs += await timed(from, async (i) => {
+        const took = await timed(from, async (i) => {
           if ((await timeSequentialGet(agent, `${shim.url}/keda/pressure?service=svc-${i}&hold=50`)).source !== 'fresh') notFresh += 1;
         });
-        started += (await front.engineTimes()).length;
+        shimMs += took;
+        const queries = await front.engineTimes();
+        started += queries.length;
       },
     ];
     for (let from = 0; from < SERVICES; from += CHUNK) for (const k of sideOrder(from / CHUNK, chunk.length)) await chunk[k]?.(from);
