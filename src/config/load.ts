@@ -28,6 +28,8 @@ export interface ClickHouseConfig {
   readonly cluster: string;
   /** hunt_run retention in days: the table's TTL (docs/tables.md). */
   readonly runRetentionDays: number;
+  /** Seconds between the server's recounts of the backlog; 0: off (docs/tables.md#the-server-refreshed-count). */
+  readonly backlogRefreshSeconds: number;
 }
 
 export interface ShimConfig {
@@ -340,6 +342,7 @@ function build(e: ParsedEnv, notices: readonly string[]): AppConfig {
       topology: e.DFE_CLICKHOUSE_TOPOLOGY,
       cluster: e.DFE_CLICKHOUSE_CLUSTER,
       runRetentionDays: e.DFE_HUNT_RUN_RETENTION_DAYS,
+      backlogRefreshSeconds: e.DFE_BACKLOG_REFRESH_SECONDS,
     },
     shim: {
       host: e.DFE_KEDA_SHIM_HOST,

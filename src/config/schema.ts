@@ -150,6 +150,12 @@ export const envSchema = z.object({
   DFE_CLICKHOUSE_CLUSTER: z.string().trim().min(1).default('{cluster}'),
   /** Days hunt_run rows are kept (a TTL on the table, docs/tables.md); whole days, at least 1. */
   DFE_HUNT_RUN_RETENTION_DAYS: positiveInteger.refine((n) => n <= 36_500, { message: 'must be at most 36500 (100 years)' }).default(90),
+  /**
+   * How often the server recomputes the due count into `hunt_backlog` (a refreshable view,
+   * docs/tables.md#the-server-refreshed-count); 0: off, the shim's backlog asks the due query
+   * itself. The runner's schema step creates or drops the view; the shim reads it.
+   */
+  DFE_BACKLOG_REFRESH_SECONDS: nonNegativeInteger.refine((n) => n <= 3_600, { message: 'must be at most 3600 (an hour)' }).default(0),
   DFE_CLICKHOUSE_REQUEST_TIMEOUT_MS: positiveNumber.default(30_000),
   /**
    * How long an idle keep-alive socket to a server is kept for the next query; 0: keep-alive

@@ -1,5 +1,5 @@
 import { qualifiedTable } from '../clickhouse/identifiers.js';
-import { RUN_STATUS, TABLES } from './tables.js';
+import { RUN_STATUS, TABLES } from './names.js';
 
 /**
  * THE due-hunt SQL (docs/tables.md#the-due-rule). The runner's gate and the shim's `backlog`
@@ -49,7 +49,16 @@ export interface DueSqlOptions {
    * the rows and the count of one tick share one clock reading).
    */
   readonly now?: 'server' | 'param' | 'outer';
+  /**
+   * The name of a boolean from an enclosing `WITH` that gates every table read: when it is
+   * false the count reads no coordination row and builds no set (only the server-refreshed
+   * count uses it: backlog-refresh.ts).
+   */
+  readonly onlyWhen?: typeof BACKLOG_STALE;
 }
+
+/** The gate backlogCountSql defines: the newest refreshed count is too old to answer. */
+export const BACKLOG_STALE = 'backlog_stale';
 
 export type DueRow = {
   readonly hunt_id: string;
@@ -118,19 +127,20 @@ function dueFrom(database: string, options: DueSqlOptions): string {
   const run = qualifiedTable(database, TABLES.run);
   const state = qualifiedTable(database, TABLES.state);
   const now = nowExpr(options);
+  const gate = options.onlyWhen ? `${options.onlyWhen} AND ` : '';
   return `FROM (
     SELECT hunt_id, interval_seconds, phase_offset
     FROM ${schedule} FINAL
-    WHERE enabled = 1 AND interval_seconds > 0
+    WHERE ${gate}enabled = 1 AND interval_seconds > 0
       -- The newest lease row is live (lease_until > now): someone holds the hunt.
-      AND hunt_id NOT IN (SELECT hunt_id FROM ${lease} FINAL WHERE lease_until > ${now})
+      AND hunt_id NOT IN (SELECT hunt_id FROM ${lease} FINAL WHERE ${gate}lease_until > ${now})
       -- Auto-disabled (docs/tables.md): the newest hunt_state row has a reason.
-      AND hunt_id NOT IN (SELECT hunt_id FROM ${state} FINAL WHERE disabled_reason != '')
+      AND hunt_id NOT IN (SELECT hunt_id FROM ${state} FINAL WHERE ${gate}disabled_reason != '')
     SETTINGS use_index_for_in_with_subqueries = 0
   ) AS s
   LEFT JOIN (
     SELECT hunt_id, watermark, toUInt8(1) AS has_wm
-    FROM ${watermark} FINAL
+    FROM ${watermark} FINAL${options.onlyWhen ? `\n    WHERE ${options.onlyWhen}` : ''}
   ) AS w ON w.hunt_id = s.hunt_id
   LEFT JOIN (
     -- The newest fire ever requested, up to now. Whether it is still owed is the
@@ -138,7 +148,7 @@ function dueFrom(database: string, options: DueSqlOptions): string {
     -- failed stays owed like any fire. Only requested rows are read.
     SELECT hunt_id, max(fire) AS req_fire, toUInt8(1) AS has_req
     FROM ${run}
-    WHERE status = '${RUN_STATUS.requested}' AND fire <= ${now}
+    WHERE ${gate}status = '${RUN_STATUS.requested}' AND fire <= ${now}
     GROUP BY hunt_id
   ) AS r ON r.hunt_id = s.hunt_id
 WHERE sched_owed OR req_owed`;
@@ -164,9 +174,12 @@ ${dueFrom(database, options)}`;
  * predicate, counted in the same flat SELECT (not a count() around the rows).
  */
 export function dueCountSql(database: string, options: DueSqlOptions = {}): string {
+  // Gated, the count says whether its gate let it read (`ran`), so its reader never takes
+  // the 0 of a count that read nothing for a real one.
+  const ran = options.onlyWhen ? `, toUInt8(${options.onlyWhen}) AS ran` : '';
   return `
 ${dueWith(options)}
-SELECT count() AS value
+SELECT count() AS value${ran}
 ${dueFrom(database, options)}
 ${JOIN_SETTINGS}`;
 }

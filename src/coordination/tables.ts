@@ -1,29 +1,7 @@
 import { qualifiedTable, quoteDatabase } from '../clickhouse/identifiers.js';
+import { TABLES } from './names.js';
 
-/**
- * The coordination tables (docs/tables.md#the-tables): same names, columns and engines as the
- * original, so both can share a cluster. Defined once; topology.ts applies them,
- * due-sql.ts and the runner read and write them.
- */
-export const TABLES = Object.freeze({
-  schedule: 'hunt_schedule',
-  lease: 'hunt_lease',
-  watermark: 'hunt_watermark',
-  state: 'hunt_state',
-  run: 'hunt_run',
-  heartbeat: 'hunt_runner_heartbeat',
-  /** Coordination choices, key → value (the claim mode: docs/claim-protocol.md#choosing-the-mode). */
-  coordination: 'hunt_coordination',
-  /** The KeeperMap table of Keeper-mode claims (docs/claim-protocol.md#keeper-mode); not in TABLE_DEFS. */
-  claim: 'hunt_claim',
-});
-
-/** hunt_run.status values. `requested` rows are run-now requests (docs/tables.md#run-now). */
-export const RUN_STATUS = Object.freeze({
-  requested: 'requested',
-  succeeded: 'succeeded',
-  failed: 'failed',
-});
+export { RUN_STATUS, TABLES } from './names.js';
 
 /**
  * A column this project adds to an original table (docs/tables.md).
@@ -45,13 +23,15 @@ export interface AddedIndex {
   readonly granularity: number;
 }
 
-/** Settings the DDL depends on (docs/tables.md). */
+/** Settings the DDL depends on (docs/tables.md); the process's ClickHouseConfig carries them under these names. */
 export interface SchemaOptions {
   /** hunt_run TTL in days (`DFE_HUNT_RUN_RETENTION_DAYS`). */
   readonly runRetentionDays: number;
+  /** Seconds between the server's recounts of the backlog, 0: off (`DFE_BACKLOG_REFRESH_SECONDS`). */
+  readonly backlogRefreshSeconds: number;
 }
 
-export const DEFAULT_SCHEMA_OPTIONS: SchemaOptions = Object.freeze({ runRetentionDays: 90 });
+export const DEFAULT_SCHEMA_OPTIONS: SchemaOptions = Object.freeze({ runRetentionDays: 90, backlogRefreshSeconds: 0 });
 
 export interface TableDef {
   readonly name: string;
@@ -202,7 +182,7 @@ function engine(def: TableDef, topology: ResolvedTopology): string {
   }
 }
 
-function onCluster(topology: ResolvedTopology): string {
+export function onCluster(topology: ResolvedTopology): string {
   return topology.kind === 'cluster' ? ` ON CLUSTER '${topology.cluster.replace(/'/g, '')}'` : '';
 }
 
@@ -248,9 +228,17 @@ export interface SchemaStep {
    * table's parts, so applySchema runs it only when the table's TTL differs.
    */
   readonly ttl?: { readonly table: string; readonly expr: string };
+  /**
+   * Run only when the named object's comment in system.tables is not this one (an object made
+   * from a definition that changed, or none: docs/tables.md#the-server-refreshed-count).
+   */
+  readonly unlessComment?: { readonly table: string; readonly comment: string };
+  /** Set on a step a setting asks for: a failure names the setting and its value. */
+  readonly setting?: { readonly key: string; readonly value: number; readonly needs: string };
 }
 
-export function schemaSteps(database: string, topology: ResolvedTopology, options: SchemaOptions = DEFAULT_SCHEMA_OPTIONS): SchemaStep[] {
+/** The coordination tables' steps; src/coordination/schema.ts adds the backlog's. */
+export function tableSchemaSteps(database: string, topology: ResolvedTopology, options: SchemaOptions = DEFAULT_SCHEMA_OPTIONS): SchemaStep[] {
   const steps: SchemaStep[] = [{ query: createDatabaseDdl(database, topology) }];
   for (const def of TABLE_DEFS) {
     steps.push({ query: createTableDdl(database, def, topology, options) });
@@ -265,9 +253,4 @@ export function schemaSteps(database: string, topology: ResolvedTopology, option
     }
   }
   return steps;
-}
-
-/** Every statement `schema --apply` runs (or finds already true), in order; `--print` shows them. */
-export function schemaDdl(database: string, topology: ResolvedTopology, options: SchemaOptions = DEFAULT_SCHEMA_OPTIONS): string[] {
-  return schemaSteps(database, topology, options).map((s) => s.query);
 }

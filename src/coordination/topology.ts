@@ -1,7 +1,9 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { ClickHouseSettings } from '@clickhouse/client';
 import type { ClickHouseConfig } from '../config/load.js';
-import { DEFAULT_SCHEMA_OPTIONS, schemaSteps, type ResolvedTopology, type SchemaOptions } from './tables.js';
+import { DfeError, describeError } from '../errors.js';
+import { schemaSteps } from './schema.js';
+import { DEFAULT_SCHEMA_OPTIONS, type ResolvedTopology, type SchemaOptions, type SchemaStep } from './tables.js';
 
 /**
  * Topology `auto` (docs/tables.md#topology): a Replicated database → replicated tables in it;
@@ -73,7 +75,34 @@ export async function applySchema(
   const steps = schemaSteps(database, topology, options);
   for (const step of steps) {
     if (step.ttl && (await currentTtl(client, database, step.ttl.table)) === step.ttl.expr) continue;
-    await client.command({ query: step.query });
+    if (step.unlessComment && (await currentComment(client, database, step.unlessComment.table)) === step.unlessComment.comment) continue;
+    await runStep(client, step);
   }
   return steps.map((s) => s.query);
+}
+
+/** A step a setting asks for fails naming the setting, its value and what it needs. */
+async function runStep(client: ClickHouseClient, step: SchemaStep): Promise<void> {
+  try {
+    await client.command({ query: step.query });
+  } catch (err) {
+    if (!step.setting) throw err;
+    const { key, value, needs } = step.setting;
+    throw new DfeError('CONFIG_INVALID', `${key}=${value} needs ${needs}; the server refused it: ${describeError(err)} (set ${key}=0 to go without)`, {
+      key,
+      value,
+      cause: err,
+    });
+  }
+}
+
+/** The object's comment in system.tables, or undefined when there is no such object. */
+async function currentComment(client: ClickHouseClient, database: string, table: string): Promise<string | undefined> {
+  const rs = await client.query({
+    query: 'SELECT comment FROM system.tables WHERE database = {db:String} AND name = {table:String}',
+    query_params: { db: database, table },
+    format: 'JSONEachRow',
+  });
+  const [row] = await rs.json<{ comment: string }>();
+  return row?.comment;
 }

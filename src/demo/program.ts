@@ -83,7 +83,7 @@ export async function startDemo(config: AppConfig): Promise<RunningDemo> {
 async function startAll(config: AppConfig, logger: Logger, handle: ClickHouseHandle, started: (() => Promise<void>)[]): Promise<RunningDemo> {
   const ch = config.clickhouse;
   const topology = await resolveTopology(handle.client, ch);
-  await applySchema(handle.client, ch.dataDatabase, topology, { runRetentionDays: ch.runRetentionDays });
+  await applySchema(handle.client, ch.dataDatabase, topology, ch);
   // As `schema --apply`: probe KeeperMap and record the claim mode the runner follows.
   await probeAndRecord(handle.client, ch.dataDatabase, topology, coordinationSettings(topology).write);
   await createDemoTables(handle.client, ch.dataDatabase);

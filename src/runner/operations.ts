@@ -5,7 +5,8 @@ import { Coordinator, type DueFire } from '../coordination/coordinator.js';
 import { materialise, materialiseSummary, readSchedule, warnMaterialise } from '../coordination/materialise.js';
 import { withCoordination } from '../coordination/open.js';
 import { probeAndRecord, type ProbeResult } from '../coordination/claims/mode.js';
-import { keeperClaimTableDdl, schemaDdl } from '../coordination/tables.js';
+import { schemaDdl } from '../coordination/schema.js';
+import { keeperClaimTableDdl } from '../coordination/tables.js';
 import { applySchema } from '../coordination/topology.js';
 import { loadHuntsDir, logHuntSet } from '../schedule/hunt-files.js';
 
@@ -18,7 +19,7 @@ import { loadHuntsDir, logHuntSet } from '../schedule/hunt-files.js';
 export function schemaStatements(config: AppConfig): Promise<{ readonly statements: readonly string[] }> {
   return withCoordination(config, async ({ topology }) => {
     const database = config.clickhouse.dataDatabase;
-    const statements = schemaDdl(database, topology, { runRetentionDays: config.clickhouse.runRetentionDays });
+    const statements = schemaDdl(database, topology, config.clickhouse);
     // Keeper claims' table too, unless the table protocol is forced, as a comment: `--apply`
     // creates it only where the probe finds KeeperMap working and records the mode
     // (docs/claim-protocol.md#choosing-the-mode), so piping this output to a server without
@@ -35,7 +36,7 @@ export function schemaStatements(config: AppConfig): Promise<{ readonly statemen
 export function applySchemaNow(config: AppConfig): Promise<{ readonly kind: string; readonly count: number; readonly claims: ProbeResult }> {
   return withCoordination(config, async ({ handle, topology, settings }) => {
     const database = config.clickhouse.dataDatabase;
-    const statements = await applySchema(handle.client, database, topology, { runRetentionDays: config.clickhouse.runRetentionDays });
+    const statements = await applySchema(handle.client, database, topology, config.clickhouse);
     // Whether KeeperMap works here decides the claim mode `auto` runners follow (docs/claim-protocol.md#choosing-the-mode).
     const claims = await probeAndRecord(handle.client, database, topology, settings.write);
     return { kind: topology.kind, count: statements.length, claims };

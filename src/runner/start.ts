@@ -205,7 +205,7 @@ export async function startHuntRunner(options: StartHuntRunnerOptions): Promise<
   let topology: ResolvedTopology | undefined;
   try {
     topology = await resolveTopology(handle.client, config.clickhouse);
-    await applySchema(handle.client, config.clickhouse.dataDatabase, topology, { runRetentionDays: config.clickhouse.runRetentionDays });
+    await applySchema(handle.client, config.clickhouse.dataDatabase, topology, config.clickhouse);
   } catch (err) {
     log.warn({ err }, 'could not apply the schema; assuming it exists');
   }

@@ -102,7 +102,7 @@ export async function verifyCoordination(options: VerifyOptions): Promise<Verify
   let race: Race | undefined;
   try {
     const topology = await resolveTopology(handle.client, config.clickhouse);
-    await applySchema(handle.client, database, topology, { runRetentionDays: config.clickhouse.runRetentionDays });
+    await applySchema(handle.client, database, topology, config.clickhouse);
     const settings = coordinationSettings(topology);
     const mode = await resolveClaimMode(handle.client, database, topology, config.runner.claims, settings);
     await handle.client.command({

@@ -5,7 +5,7 @@ import { systemClock, type Clock } from '../clock.js';
 import type { AppConfig } from '../config/load.js';
 import { apiKeyRedactPaths, createLogger, type Logger } from '../log.js';
 import { buildShimApp } from './app.js';
-import { SHIM_CATALOGUE_BUILTINS } from './catalogue-builtins.js';
+import { shimCatalogueBuiltins } from './catalogue-builtins.js';
 import { startGrpcServer, type RunningGrpc } from './grpc/server.js';
 import { listenShim } from './server.js';
 
@@ -45,7 +45,7 @@ export async function startShim(options: StartShimOptions): Promise<RunningShim>
     overridePath: config.shim.overridePath,
     dataDatabase: config.clickhouse.dataDatabase,
     otelDatabase: config.clickhouse.otelDatabase,
-    builtins: SHIM_CATALOGUE_BUILTINS,
+    builtins: shimCatalogueBuiltins(config.clickhouse.backlogRefreshSeconds),
     reloadIntervalMs: config.shim.reloadIntervalMs,
     maxQueries: config.shim.maxQueries,
     reservedParams: config.shim.auth.mode === 'apiKey' ? [config.shim.auth.apiKeyParam] : [],
