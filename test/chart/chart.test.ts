@@ -216,6 +216,20 @@ needs(skip).describe('helm chart', () => {
     expect(hr.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
   });
 
+  it('backlog.refreshSeconds: one value in the shim, the runner and the schema Job (off by default; --set reaches all three)', () => {
+    const refreshOf = (manifests: Manifest[]) => {
+      const job = one(manifests, 'Job', '-materialise');
+      return [
+        container(one(manifests, 'Deployment', '-shim'), 'shim'),
+        container(one(manifests, 'Deployment', '-hunt-runner'), 'hunt-runner'),
+        podSpec(job).initContainers.find((c: { name: string }) => c.name === 'schema'),
+      ].map((c) => envOf(c).DFE_BACKLOG_REFRESH_SECONDS);
+    };
+    expect(refreshOf(render('defaults').manifests)).toEqual(['0', '0', '0']);
+    expect(refreshOf(helmTemplate(CH, CHART, ['--set', 'backlog.refreshSeconds=10']).manifests)).toEqual(['10', '10', '10']);
+    expect(refreshOf(helmTemplate({ ...CH, backlog: { refreshSeconds: 3600 } }).manifests)).toEqual(['3600', '3600', '3600']);
+  });
+
   it('smoothing: observe by default with auto-disable on; the values reach the runner env, null capacities left to the server', () => {
     const defaults = envOf(container(one(render('defaults').manifests, 'Deployment', '-hunt-runner'), 'hunt-runner'));
     expect(defaults).toMatchObject({ DFE_HUNT_SMOOTHING: 'observe', DFE_HUNT_AUTODISABLE_MEM_CRASHLOOP: '3/3600', DFE_HUNT_SMOOTHING_WEIGHTS: '0.5,0.5' });
@@ -711,6 +725,10 @@ needs(skip).describe('helm chart', () => {
       [{ monitoring: { monitor: { enabled: true, kind: 'Probe' } } }, /kind/],
       [{ monitoring: { rules: { clickhouseFailureRatio: 25 } } }, /clickhouseFailureRatio/],
       [{ serviceAccount: { create: 'yes' } }, /create/],
+      [{ backlog: { refreshSeconds: 3601 } }, /backlog\/refreshSeconds/],
+      [{ backlog: { refreshSeconds: -1 } }, /backlog\/refreshSeconds/],
+      [{ backlog: { refreshSeconds: 'abc' } }, /backlog\/refreshSeconds/],
+      [{ backlog: { refreshSeconds: 1.5 } }, /backlog\/refreshSeconds/],
       // The ScaledObject would poll a shim Service this release does not create.
       [{ kedaShim: { enabled: false }, huntRunner: { autoscaling: { enabled: true } } }, /huntRunner\.autoscaling\.shimAddress/],
     ];

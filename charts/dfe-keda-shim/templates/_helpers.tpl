@@ -152,6 +152,13 @@ imagePullSecrets:
   value: {{ .root.Values.logLevel | quote }}
 {{- end -}}
 
+{{/* The backlog refresh (backlog.refreshSeconds): one value, the same entry in the shim, the
+     runner and the schema Job (the schema step creates or drops the view the shim reads). */}}
+{{- define "dfe-keda-shim.backlogEnv" -}}
+- name: DFE_BACKLOG_REFRESH_SECONDS
+  value: {{ .Values.backlog.refreshSeconds | quote }}
+{{- end -}}
+
 {{/* The private CA of the ClickHouse server (clickhouse.caCert): a Secret mounted as a
      directory in every pod that talks to ClickHouse, DFE_CLICKHOUSE_CA_CERT naming the file.
      The programs read it once at start: a rotated CA needs a restart. */}}
