@@ -36,3 +36,21 @@ describe('DFE_CLICKHOUSE_IDLE_SOCKET_TTL_MS', () => {
     );
   });
 });
+
+/** The server-refreshed backlog's period (docs/tables.md#the-server-refreshed-count): one setting for shim and runner. */
+describe('DFE_BACKLOG_REFRESH_SECONDS', () => {
+  it('defaults to 0 (off); whole seconds up to an hour', () => {
+    expect(loadConfig({}).clickhouse.backlogRefreshSeconds).toBe(0);
+    expect(loadConfig({ DFE_BACKLOG_REFRESH_SECONDS: ' 10 ' }).clickhouse.backlogRefreshSeconds).toBe(10);
+    expect(loadConfig({ DFE_BACKLOG_REFRESH_SECONDS: '3600' }).clickhouse.backlogRefreshSeconds).toBe(3_600);
+  });
+
+  it('a bad value is an error naming the variable and the value', () => {
+    for (const bad of ['-1', 'abc', '2.5', '10s']) {
+      expect(() => loadConfig({ DFE_BACKLOG_REFRESH_SECONDS: bad })).toThrow(
+        `invalid DFE_BACKLOG_REFRESH_SECONDS=${JSON.stringify(bad)}: must be a whole number ≥ 0`,
+      );
+    }
+    expect(() => loadConfig({ DFE_BACKLOG_REFRESH_SECONDS: '3601' })).toThrow('invalid DFE_BACKLOG_REFRESH_SECONDS="3601": must be at most 3600');
+  });
+});

@@ -9,7 +9,7 @@ import { buildShimApp } from '../../src/shim/app.js';
 import type { FastifyInstance } from 'fastify';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 import { get, shimConfig } from '../helpers/shim.js';
-import { SHIM_CATALOGUE_BUILTINS } from '../../src/shim/catalogue-builtins.js';
+import { SHIM_CATALOGUE_BUILTINS, shimCatalogueBuiltins } from '../../src/shim/catalogue-builtins.js';
 
 /**
  * The shipped catalogue (queries/queries.yaml, loaded by the real store) served
@@ -53,5 +53,27 @@ describe('built-in queries', () => {
     expect((await get(app, '/keda/pressure?service=checkout&hold=70')).body).toEqual({ value: 42.25, source: 'fresh', age_seconds: 0 });
     expect((await get(app, '/keda/pressure?service=nobody&hold=70')).body).toEqual({ value: 0, source: 'fresh', age_seconds: 0 });
     expect((await get(app, '/keda/pressure?hold=70')).status).toBe(400);
+  });
+});
+
+describe('built-in backlog with DFE_BACKLOG_REFRESH_SECONDS on', () => {
+  it('/keda/hunt-backlog answers the server-refreshed count while it is fresh (docs/tables.md#the-server-refreshed-count)', async () => {
+    const catalogue = await CatalogueStore.open({
+      dataDatabase: db.database,
+      otelDatabase: db.database,
+      builtins: shimCatalogueBuiltins(10),
+      clock: systemClock,
+    });
+    const refreshed = await buildShimApp({ catalogue, clickhouse: db.handle, config: { shim: shimConfig() }, registry: new Registry() });
+    try {
+      // No count yet: the due count answers (the two hunts of the test above).
+      expect((await get(refreshed, '/keda/hunt-backlog')).body).toEqual({ value: 2, source: 'fresh', age_seconds: 0 });
+      await db.handle.client.command({ query: `INSERT INTO \`${db.database}\`.hunt_backlog VALUES (now64(3), 4242)` });
+      expect((await get(refreshed, '/keda/hunt-backlog')).body).toEqual({ value: 4242, source: 'fresh', age_seconds: 0 });
+      // The shim with the refresh off still asks the due count.
+      expect((await get(app, '/keda/hunt-backlog')).body).toEqual({ value: 2, source: 'fresh', age_seconds: 0 });
+    } finally {
+      await refreshed.close();
+    }
   });
 });
