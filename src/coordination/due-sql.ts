@@ -39,7 +39,8 @@ import { RUN_STATUS, TABLES } from './names.js';
  * - the rows and the count are each one flat SELECT over that one FROM, the rule
  *   written once as WITH aliases (dueWith), joined with one-thread hash joins
  *   (JOIN_SETTINGS); docs/tables.md#the-due-query says what was measured, and
- *   #no-next-fire-index why there is no cheaper O(due) form;
+ *   #no-next-fire-index why there is no cheaper O(due) form, and
+ *   #the-server-refreshed-count how a large fleet's backlog is read cheaply instead;
  * - `now` is the ClickHouse server clock, or a bound `{now:Int64}` in tests.
  */
 export interface DueSqlOptions {
