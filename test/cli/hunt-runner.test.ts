@@ -64,12 +64,15 @@ describe('dfe-hunt-runner CLI', () => {
     expect(printed.stdout).toMatch(/ALTER TABLE `dfe`\.`hunt_state` ADD COLUMN IF NOT EXISTS disabled_reason String DEFAULT ''/);
     // Keeper claims' table, last and commented out (`--apply` makes it only where KeeperMap works); left out when the table protocol is forced.
     expect(printed.stdout).toMatch(/-- Keeper claims: .*\n-- CREATE TABLE IF NOT EXISTS `dfe`\.`hunt_claim` .*ENGINE = KeeperMap\('\/dfe_coordination\/dfe\/hunt_claim', 100000\) PRIMARY KEY claim_key;\n$/);
+    // The server-refreshed count (docs/tables.md#the-server-refreshed-count): its table always, no view while the setting is 0.
+    expect(printed.stdout).toMatch(/CREATE TABLE IF NOT EXISTS `dfe`\.`hunt_backlog` .*ENGINE = MergeTree ORDER BY computed_at/);
+    expect(printed.stdout).toContain('DROP VIEW IF EXISTS `dfe`.`hunt_backlog_refresh`');
     expect((await cli('schema', '--print', '--claims', 'tables')).stdout).not.toContain('hunt_claim');
     expect((await cli('schema')).stdout).toBe(printed.stdout);
     for (let i = 0; i < 2; i += 1) {
       const applied = await cli('schema', '--apply');
       expect(applied.code).toBe(0);
-      expect(applied.stdout).toMatch(/schema applied to dfe \(single\): 12 statement\(s\)/);
+      expect(applied.stdout).toMatch(/schema applied to dfe \(single\): 14 statement\(s\)/);
     }
   });
 
