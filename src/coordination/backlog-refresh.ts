@@ -81,15 +81,17 @@ function dropViewDdl(database: string, topology: ResolvedTopology): string {
 
 /**
  * The backlog's schema steps: the table always; with a refresh period, the view (a view of
- * another definition is dropped first, so it is made anew); with 0, no view.
+ * another definition is dropped first, so it is made anew); with 0, no view (one there is dropped).
  */
 export function backlogSchemaSteps(database: string, topology: ResolvedTopology, seconds: number): SchemaStep[] {
   const steps: SchemaStep[] = [{ query: backlogTableDdl(database, topology) }];
-  if (checkedSeconds(seconds) === 0) return [...steps, { query: dropViewDdl(database, topology) }];
+  // The drop runs only where a view is there to drop, so a user without DROP VIEW (the refresh
+  // never on) applies the schema as before.
+  if (checkedSeconds(seconds) === 0) return [...steps, { query: dropViewDdl(database, topology), onlyIfExists: { table: TABLES.backlogRefresh } }];
   const comment = backlogViewComment(database, topology, seconds);
   return [
     ...steps,
-    { query: dropViewDdl(database, topology), unlessComment: { table: TABLES.backlogRefresh, comment } },
+    { query: dropViewDdl(database, topology), onlyIfExists: { table: TABLES.backlogRefresh, unlessComment: comment } },
     {
       query: backlogViewDdl(database, topology, seconds),
       setting: { key: BACKLOG_REFRESH_KEY, value: seconds, needs: 'a refreshable materialized view (ClickHouse 24.10 or newer, and CREATE VIEW)' },

@@ -229,10 +229,11 @@ export interface SchemaStep {
    */
   readonly ttl?: { readonly table: string; readonly expr: string };
   /**
-   * Run only when the named object's comment in system.tables is not this one (an object made
-   * from a definition that changed, or none: docs/tables.md#the-server-refreshed-count).
+   * Run only when the named object exists, and (with `unlessComment`) its comment in
+   * system.tables is not that one: a drop that needs no grant where there is nothing to drop,
+   * or an object made from a definition that changed (docs/tables.md#the-server-refreshed-count).
    */
-  readonly unlessComment?: { readonly table: string; readonly comment: string };
+  readonly onlyIfExists?: { readonly table: string; readonly unlessComment?: string };
   /** Set on a step a setting asks for: a failure names the setting and its value. */
   readonly setting?: { readonly key: string; readonly value: number; readonly needs: string };
 }

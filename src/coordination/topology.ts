@@ -75,7 +75,10 @@ export async function applySchema(
   const steps = schemaSteps(database, topology, options);
   for (const step of steps) {
     if (step.ttl && (await currentTtl(client, database, step.ttl.table)) === step.ttl.expr) continue;
-    if (step.unlessComment && (await currentComment(client, database, step.unlessComment.table)) === step.unlessComment.comment) continue;
+    if (step.onlyIfExists) {
+      const comment = await currentComment(client, database, step.onlyIfExists.table);
+      if (comment === undefined || comment === step.onlyIfExists.unlessComment) continue;
+    }
     await runStep(client, step);
   }
   return steps.map((s) => s.query);

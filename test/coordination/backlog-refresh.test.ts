@@ -161,6 +161,33 @@ describe('the schema step keeps, replaces or drops the view', () => {
     expect(Number(table?.n)).toBe(1);
   });
 
+  it('with the refresh off and no view, no DROP VIEW is sent (a user without that grant applies the schema as before)', async () => {
+    const c = db.handle.client;
+    await applySchema(c, db.database, SINGLE, withRefresh(0));
+    const sent: string[] = [];
+    // The real client, with each statement it runs noted.
+    const noting = new Proxy(c, {
+      get(target, key, receiver) {
+        if (key === 'command') {
+          return (params: { query: string }) => {
+            sent.push(params.query);
+            return target.command(params);
+          };
+        }
+        return Reflect.get(target, key, receiver) as unknown;
+      },
+    });
+    await applySchema(noting, db.database, SINGLE, withRefresh(0));
+    expect(sent.length).toBeGreaterThan(0);
+    expect(sent.filter((q) => q.startsWith('DROP'))).toEqual([]);
+    // With a view of the same definition there, turning it on again sends no DROP either.
+    await applySchema(c, db.database, SINGLE, withRefresh(30));
+    sent.length = 0;
+    await applySchema(noting, db.database, SINGLE, withRefresh(30));
+    expect(sent.filter((q) => q.startsWith('DROP'))).toEqual([]);
+    await applySchema(c, db.database, SINGLE, withRefresh(0));
+  });
+
   it('a period outside 0…3600 is refused before any statement', () => {
     expect(() => backlogSchemaSteps('dfe', SINGLE, 3601)).toThrow(/0 to 3600/);
     expect(() => backlogSchemaSteps('dfe', SINGLE, 1.5)).toThrow(/0 to 3600/);
