@@ -5,6 +5,7 @@ import type { ResolvedTopology } from '../coordination/tables.js';
 import { coordinationSettings, resolveTopology } from '../coordination/topology.js';
 import { loadHuntsDir } from '../schedule/hunt-files.js';
 import { describeError } from '../errors.js';
+import { backlogRefresh } from './backlog-check.js';
 import { explain, type DoctorContext, type DoctorRole } from './context.js';
 import type { CheckResult, DoctorReport } from './report.js';
 import { claimMode, clockSkew, maxExecutionTime, serverVersion, spanLog } from './server-checks.js';
@@ -62,7 +63,7 @@ export async function runDoctor(config: AppConfig, options: DoctorOptions = {}):
       hunts,
     };
     checks.unshift(await serverVersion(ctx));
-    for (const check of [claimMode, grants, coordinationSchema, spanLog, clockSkew, dueLatency, maxExecutionTime]) checks.push(await check(ctx));
+    for (const check of [claimMode, grants, coordinationSchema, spanLog, clockSkew, dueLatency, backlogRefresh, maxExecutionTime]) checks.push(await check(ctx));
     checks.push(...(await outputDedup(ctx)));
     return report(checks);
   } finally {

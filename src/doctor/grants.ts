@@ -26,7 +26,9 @@ const IMPLIED_BY: Readonly<Record<string, readonly string[]>> = {
   SELECT: [],
   INSERT: [],
   'CREATE TABLE': ['CREATE'],
+  'CREATE VIEW': ['CREATE'],
   'CREATE DATABASE': ['CREATE'],
+  'DROP VIEW': ['DROP'],
   'ALTER DELETE': ['ALTER', 'ALTER TABLE'],
 };
 

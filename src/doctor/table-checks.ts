@@ -41,7 +41,14 @@ export function grants(ctx: DoctorContext): Promise<CheckResult> {
         ? `user ${user} as the runner's (one user per run: run \`doctor --as shim\` with the shim's credentials to check its)`
         : `user ${user} as the shim's`;
     const hunts = 'error' in ctx.hunts ? [] : ctx.hunts;
-    const needs = grantNeeds({ role: ctx.role, database: ctx.database, otelDatabase: ctx.config.clickhouse.otelDatabase, hunts, currentDatabase: who?.db ?? 'default' });
+    const needs = grantNeeds({
+      role: ctx.role,
+      database: ctx.database,
+      otelDatabase: ctx.config.clickhouse.otelDatabase,
+      hunts,
+      currentDatabase: who?.db ?? 'default',
+      backlogRefreshSeconds: ctx.config.clickhouse.backlogRefreshSeconds,
+    });
     const missing = missingGrants(lines, needs);
     if (missing.length === 0) return { name, status: 'ok', detail: `${scope}: all ${needs.length} needed privilege(s) granted` };
     const described = describeNeeds(missing);

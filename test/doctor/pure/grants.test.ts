@@ -5,8 +5,10 @@ import { doctorJson, formatDoctor, type DoctorReport } from '../../../src/doctor
 import { versionAtLeast } from '../../../src/doctor/server-checks.js';
 import { compileHuntFile } from '../../../src/schedule/hunt-spec.js';
 
-const runnerNeeds = (hunts = [] as Parameters<typeof grantNeeds>[0]['hunts']) =>
-  grantNeeds({ role: 'runner', database: 'dfe', otelDatabase: 'otel', hunts, currentDatabase: 'default' });
+const runnerNeeds = (hunts = [] as Parameters<typeof grantNeeds>[0]['hunts'], backlogRefreshSeconds = 0) =>
+  grantNeeds({ role: 'runner', database: 'dfe', otelDatabase: 'otel', hunts, currentDatabase: 'default', backlogRefreshSeconds });
+const shimNeeds = (backlogRefreshSeconds = 0) =>
+  grantNeeds({ role: 'shim', database: 'dfe', otelDatabase: 'otel', hunts: [], currentDatabase: 'default', backlogRefreshSeconds });
 
 describe("the doctor's grants check (pure)", () => {
   it('reads the forms SHOW GRANTS prints', () => {
@@ -40,13 +42,36 @@ describe("the doctor's grants check (pure)", () => {
     expect(missingGrants(['GRANT CREATE, SELECT, INSERT ON dfe.* TO u'], runnerNeeds())).toEqual([]);
     const revoked = missingGrants(['GRANT SELECT, INSERT, CREATE TABLE ON dfe.* TO u', 'REVOKE INSERT ON dfe.hunt_run FROM u'], runnerNeeds());
     expect(describeNeeds(revoked)).toEqual(['INSERT ON dfe.hunt_run']);
-    const shim = grantNeeds({ role: 'shim', database: 'dfe', otelDatabase: 'otel', hunts: [], currentDatabase: 'default' });
-    expect(describeNeeds(missingGrants(['GRANT SELECT(hunt_id) ON dfe.* TO s', 'GRANT SELECT ON otel.* TO s'], shim))).toEqual([
+    expect(describeNeeds(missingGrants(['GRANT SELECT(hunt_id) ON dfe.* TO s', 'GRANT SELECT ON otel.* TO s'], shimNeeds()))).toEqual([
       'SELECT ON dfe.hunt_schedule',
       'SELECT ON dfe.hunt_watermark',
       'SELECT ON dfe.hunt_lease',
       'SELECT ON dfe.hunt_run',
       'SELECT ON dfe.hunt_state',
+    ]);
+  });
+
+  it('with DFE_BACKLOG_REFRESH_SECONDS > 0: the shim reads hunt_backlog; the runner writes it and creates and drops the view', () => {
+    const shimDoc = ['hunt_schedule', 'hunt_watermark', 'hunt_lease', 'hunt_run', 'hunt_state'].map((t) => `GRANT SELECT ON dfe.${t} TO s`);
+    const shimGrants = [...shimDoc, 'GRANT SELECT ON otel.otel_metrics_gauge TO s'];
+    expect(missingGrants(shimGrants, shimNeeds(0))).toEqual([]);
+    expect(describeNeeds(missingGrants(shimGrants, shimNeeds(30)))).toEqual(['SELECT ON dfe.hunt_backlog']);
+    expect(missingGrants([...shimGrants, 'GRANT SELECT ON dfe.hunt_backlog TO s'], shimNeeds(30))).toEqual([]);
+
+    const runnerDoc = [
+      'GRANT CREATE DATABASE, CREATE TABLE ON dfe.* TO r',
+      ...['hunt_schedule', 'hunt_lease', 'hunt_watermark', 'hunt_state', 'hunt_run', 'hunt_runner_heartbeat', 'hunt_coordination'].map(
+        (t) => `GRANT SELECT, INSERT ON dfe.${t} TO r`,
+      ),
+    ];
+    expect(missingGrants(runnerDoc, runnerNeeds([], 0))).toEqual([]);
+    expect(describeNeeds(missingGrants(runnerDoc, runnerNeeds([], 30)))).toEqual(['CREATE VIEW, DROP VIEW ON dfe.*', 'SELECT, INSERT ON dfe.hunt_backlog']);
+    const withRefresh = [...runnerDoc, 'GRANT CREATE VIEW, DROP VIEW ON dfe.* TO r', 'GRANT SELECT, INSERT ON dfe.hunt_backlog TO r'];
+    expect(missingGrants(withRefresh, runnerNeeds([], 30))).toEqual([]);
+    // CREATE and DROP include their VIEW parts (ClickHouse's hierarchy); CREATE TABLE does not include CREATE VIEW.
+    expect(missingGrants(['GRANT CREATE, DROP, SELECT, INSERT ON dfe.* TO r'], runnerNeeds([], 30))).toEqual([]);
+    expect(describeNeeds(missingGrants(['GRANT CREATE TABLE, DROP TABLE, SELECT, INSERT ON dfe.* TO r'], runnerNeeds([], 30)))).toEqual([
+      'CREATE VIEW, DROP VIEW ON dfe.*',
     ]);
   });
 
