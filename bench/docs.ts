@@ -393,18 +393,20 @@ freshly started shim is not yet hot: its CPU per answer fell from 1.9 to 1.1 ms 
 process hop that sharing the client's process hid. In the run of 3c7627a the bare proxy added
 0.50 ms (count) and 0.61 ms (\`pressure\`) at p50 over direct, the shim 0.82 and 0.94 ms; in
 the run of e7e6071, after the shim began calling ClickHouse before its bookkeeping (below), the
-proxy added 0.38 and 0.34 ms and the shim 0.57 and 0.47 ms. This page's run, on the same code
-in a slower hour (direct's p50 15 ms on the count, against 12–14 ms), reads the proxy +0.63 and
-+0.60 ms and the shim +0.82 and +0.78 ms: the shim's own work at p50 is about 0.15–0.2 ms in
-every run since. Over 5 000 distinct keys it still costs more: the proxy took 1.04 ×, 1.05 ×
-and 1.06 × in the runs of 3c7627a, e7e6071 and this page, the shim 1.07 ×, 1.09 × and 1.08 ×
-(goal ≤ 1.05 ×: missed); in this page's run 0.62 ms a key over direct against the proxy's
-0.49 ms: a mean, so the shim's slower tail counts in it. At p99 the three sides sit together:
-in this page's run the engine's own time 1.27–1.34 × its p50 on the count (1.45–1.46 × on
-\`pressure\`), direct 1.31 × and 1.40 ×, the proxy 1.27 × and 1.44 ×, the shim 1.28 × and 1.41 ×
-(a constant hop raises a side's p50, which lowers its ratio): the count met the goal in this
-run, as direct nearly did, and \`pressure\` missed it on every side. Outside the engine the
-shim's p99 was 6.1 and 5.6 ms against the proxy's 5.4 and 4.4 ms.
+proxy added 0.38 and 0.34 ms and the shim 0.57 and 0.47 ms; in the run of 72dcbc3, in a
+slower hour (direct's p50 15 ms on the count, against 12–14 ms), the proxy +0.63 and +0.60 ms
+and the shim +0.82 and +0.78 ms. This page's run (2ea9cc1; the one-connection path unchanged
+since e7e6071) reads the proxy +0.47 and +0.39 ms and the shim +0.68 and +0.60 ms: the shim's
+own work at p50 is about 0.15–0.2 ms in every run since. Over 5 000 distinct keys it still
+costs more: the proxy took 1.04 ×, 1.05 ×, 1.06 × and 1.04 × in the runs of 3c7627a, e7e6071,
+72dcbc3 and this page, the shim 1.07 ×, 1.09 ×, 1.08 × and 1.08 × (goal ≤ 1.05 ×: missed); in
+this page's run 0.62 ms a key over direct against the proxy's 0.36 ms: a mean, so the shim's
+slower tail counts in it. At p99 the three sides sit together: in this page's run the engine's
+own time 1.21–1.26 × its p50 on the count (1.20–1.41 × on \`pressure\`), direct 1.31 × and
+1.39 ×, the proxy 1.25 × and 1.23 ×, the shim 1.27 × and 1.31 × (a constant hop raises a
+side's p50, which lowers its ratio): the count met the goal in this run and in 72dcbc3's, and
+\`pressure\` missed it by 0.01 here, as direct missed it by more. Outside the engine the shim's
+p99 was 5.6 and 4.5 ms against the proxy's 4.9 and 2.9 ms.
 
 Where the hop goes: a CPU profile of the shim over 5 000 fresh \`pressure\` answers (main
 thread, 0.2 ms sampling, load about 1) puts the shim's own modules (executor, flight,
@@ -488,10 +490,10 @@ extra, and each is gone:
   parameters) are built once per compiled query, not per request.
 
 The run of 3c7627a read 1.00 × (rounds 0.83–1.08 ×), that of e7e6071 0.94 × (rounds
-0.89–0.99 ×), and this page's run, with the cached path unchanged since e7e6071, 0.96 × (rounds
-0.94–1.03 ×). It is the machine, not a change: within one hour the code from before e7e6071
-read 0.92 × and 0.93 ×, and e7e6071's 0.93 × and 0.93 × (the section alone, interleaved, load
-about 1). The goal is met in this run by less than the spread between runs.
+0.89–0.99 ×), that of 72dcbc3 0.96 × (rounds 0.94–1.03 ×), and this page's run, with the
+cached path unchanged since e7e6071, 0.95 × (rounds 0.91–0.98 ×). It is the machine, not a
+change: within one hour the code from before e7e6071 read 0.92 × and 0.93 ×, and e7e6071's
+0.93 × and 0.93 × (the section alone, interleaved, load about 1). The goal is met in this run by less than the spread between runs.
 
 ## Tracing on
 
