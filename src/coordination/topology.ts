@@ -49,14 +49,20 @@ export function coordinationSettings(topology: ResolvedTopology): CoordinationSe
   };
 }
 
-/** The table's TTL as the server renders it, or '' when it has none. */
-async function currentTtl(client: ClickHouseClient, database: string, table: string): Promise<string | undefined> {
+/** The object's row in system.tables (its engine and comment), or undefined when there is none. */
+async function tableRow(client: ClickHouseClient, database: string, table: string): Promise<{ engine_full: string; comment: string } | undefined> {
   const rs = await client.query({
-    query: 'SELECT engine_full FROM system.tables WHERE database = {db:String} AND name = {table:String}',
+    query: 'SELECT engine_full, comment FROM system.tables WHERE database = {db:String} AND name = {table:String}',
     query_params: { db: database, table },
     format: 'JSONEachRow',
   });
-  const [row] = await rs.json<{ engine_full: string }>();
+  const [row] = await rs.json<{ engine_full: string; comment: string }>();
+  return row;
+}
+
+/** The table's TTL as the server renders it, or '' when it has none. */
+async function currentTtl(client: ClickHouseClient, database: string, table: string): Promise<string | undefined> {
+  const row = await tableRow(client, database, table);
   if (!row) return undefined;
   return /\bTTL (.+?)(?: SETTINGS |$)/.exec(row.engine_full)?.[1]?.trim() ?? '';
 }
@@ -101,11 +107,5 @@ async function runStep(client: ClickHouseClient, step: SchemaStep): Promise<void
 
 /** The object's comment in system.tables, or undefined when there is no such object. */
 async function currentComment(client: ClickHouseClient, database: string, table: string): Promise<string | undefined> {
-  const rs = await client.query({
-    query: 'SELECT comment FROM system.tables WHERE database = {db:String} AND name = {table:String}',
-    query_params: { db: database, table },
-    format: 'JSONEachRow',
-  });
-  const [row] = await rs.json<{ comment: string }>();
-  return row?.comment;
+  return (await tableRow(client, database, table))?.comment;
 }
