@@ -15,11 +15,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { quoteDatabase } from '../../src/clickhouse/identifiers.js';
 import { dueCountSql } from '../../src/coordination/due-sql.js';
+import { DEFAULT_SCHEMA_OPTIONS } from '../../src/coordination/tables.js';
 import { applySchema } from '../../src/coordination/topology.js';
 import { createOtelGaugeTable, insertGaugePoints } from '../../src/pressure/otel-table.js';
 import { PRESSURE_METRIC } from '../../src/pressure/rule.js';
 import { startEngineFront, type EngineFront } from '../../src/clickhouse/http-front.js';
-import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
+import { openTestDatabase, queryRows, type TestDatabase } from '../helpers/clickhouse.js';
 import { needs } from '../helpers/requirement.js';
 import { runNode } from '../helpers/run-process.js';
 import { CHART, REPO, missing, tools } from '../helpers/tools.js';
@@ -47,6 +48,8 @@ const HPA_SYNC_SECONDS = 2;
 /** The chart's ScaledObjects' pollingInterval, and the shims' StreamIsActive check interval (the product's default). */
 const POLLING_INTERVAL_SECONDS = 2;
 const GRPC_CHECK_MS = 1_000;
+/** DFE_BACKLOG_REFRESH_SECONDS of the server-refreshed scenario: the server recounts the backlog every 2 s. */
+const REFRESH_SECONDS = 2;
 /** The ClickHouse outage: each fault in turn, 180 s in all (the promise is for outages of minutes). */
 const OUTAGE: readonly { mode: FaultMode; seconds: number }[] = [
   { mode: 'killed', seconds: 45 },
@@ -126,14 +129,15 @@ needs(unmet).describe('KEDA and the HPA on a real control plane', () => {
     return out.stdout;
   };
 
-  async function stack(name: string, override?: string): Promise<Stack> {
+  /** `backlogRefreshSeconds`: the schema step makes the server-refreshed count and the shim reads it (docs/tables.md#the-server-refreshed-count). */
+  async function stack(name: string, override?: string, backlogRefreshSeconds = 0): Promise<Stack> {
     const database = `${db.database}_${name}`;
     const client = db.handle.client;
     await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${quoteDatabase(database)}` });
-    await applySchema(client, database, { kind: 'single' });
+    await applySchema(client, database, { kind: 'single' }, { ...DEFAULT_SCHEMA_OPTIONS, backlogRefreshSeconds });
     await createOtelGaugeTable(client, database);
     const front = await faultFront(engine.url);
-    const shim = await startShimProcess({ clickhouseUrl: front.url, database, override, grpcCheckMs: GRPC_CHECK_MS });
+    const shim = await startShimProcess({ clickhouseUrl: front.url, database, override, grpcCheckMs: GRPC_CHECK_MS, backlogRefreshSeconds });
     cleanups.push(async () => {
       await shim.stop();
       await front.close();
@@ -227,21 +231,25 @@ needs(unmet).describe('KEDA and the HPA on a real control plane', () => {
   });
 
   /** The backlog story of the chart's runner ScaledObject: N due → ceil(N/2); a change; drained → 0; run-now → 1. */
-  async function backlogStory(s: Stack, ns: string, runner: string, kind: TriggerKind, expect: import('vitest').ExpectStatic): Promise<void> {
+  /** `kind` names the figures the story records; a story without one records none. */
+  async function backlogStory(s: Stack, ns: string, runner: string, kind: TriggerKind | undefined, expect: import('vitest').ExpectStatic): Promise<void> {
+    const record = (figure: (k: TriggerKind) => string, ms: number) => {
+      if (kind) figures[figure(kind)] = ms;
+    };
     await waitForCondition(cp, `/apis/keda.sh/v1alpha1/namespaces/${ns}/scaledobjects/${runner}`, 'Ready');
     // KEDA made its HPA.
     await waitForCondition(cp, `/apis/autoscaling/v2/namespaces/${ns}/horizontalpodautoscalers/keda-hpa-${runner}`, 'AbleToScale');
     await waitForReplicas(cp, ns, runner, 0); // nothing due, minReplicaCount 0
     await s.push('due', 5);
-    figures[FIGURE.zeroToThree(kind)] = await waitForReplicas(cp, ns, runner, 3);
+    record(FIGURE.zeroToThree, await waitForReplicas(cp, ns, runner, 3));
     await s.push('more', 4);
-    figures[FIGURE.valueChange(kind)] = await waitForReplicas(cp, ns, runner, 5);
+    record(FIGURE.valueChange, await waitForReplicas(cp, ns, runner, 5));
     await s.clear('due', 5);
     await s.clear('more', 4);
     await waitForReplicas(cp, ns, runner, 0);
     expect(await backlogValue(s.shim)).toBe(0);
     await s.runNow('wake');
-    figures[FIGURE.runNow(kind)] = await waitForReplicas(cp, ns, runner, 1);
+    record(FIGURE.runNow, await waitForReplicas(cp, ns, runner, 1));
   }
 
   describe.concurrent('scenarios (one control plane, concurrently)', () => {
@@ -296,6 +304,23 @@ spec:
       const { scaledObjects } = await helmInstall('push', ns, chartValues({ scalerAddress: s.shim.scalerAddress }, { keda: { triggerType: 'external-push' } }));
       expect(scaledObjects).toHaveLength(1);
       await backlogStory(s, ns, scaledObjects[0]!.metadata.name, 'external-push', expect);
+    });
+
+    it('metrics-api with backlog.refreshSeconds: the server-refreshed count drives KEDA; backlog → ceil(N/target), drained → 0, run-now wakes it', async ({ expect }) => {
+      const s = await stack('refreshed', undefined, REFRESH_SECONDS);
+      await s.scheduleNotDue('wake');
+      const ns = 'dfe-refreshed';
+      const { scaledObjects } = await helmInstall('refreshed', ns, chartValues({ shimAddress: s.shim.url }, { backlog: { refreshSeconds: REFRESH_SECONDS } }));
+      expect(scaledObjects).toHaveLength(1);
+      await backlogStory(s, ns, scaledObjects[0]!.metadata.name, undefined, expect);
+      // The answers came from the server's counts: the view appended one every period, and the
+      // newest (the run-now request's 1) is what the shim answers.
+      const [appended] = await queryRows<{ n: number | string; newest: number | string }>(
+        db,
+        `SELECT count() AS n, argMax(value, computed_at) AS newest FROM ${quoteDatabase(s.database)}.hunt_backlog`,
+      );
+      expect(Number(appended?.n)).toBeGreaterThan(1);
+      expect(Number(appended?.newest)).toBe(await backlogValue(s.shim));
     });
 
     it('a ClickHouse outage of 3 minutes (killed, black hole, stall, garbage; the shim restarted mid-outage): shim-fed replicas hold, and follow again after; a bare endpoint side by side', async ({ expect }) => {

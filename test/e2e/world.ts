@@ -138,6 +138,8 @@ export interface ShimOptions {
   readonly override?: string;
   /** The StreamIsActive check interval (default 1000 ms). */
   readonly grpcCheckMs?: number;
+  /** DFE_BACKLOG_REFRESH_SECONDS: the shim's backlog reads the server-refreshed count (default 0, off). */
+  readonly backlogRefreshSeconds?: number;
 }
 
 const SHIM_ENTRY = join(REPO, 'dist', 'src', 'cli', 'shim.js');
@@ -164,6 +166,7 @@ export async function startShimProcess(options: ShimOptions): Promise<ShimProces
     DFE_KEDA_SHIM_SNAPSHOT_DIR: snapshotDir,
     DFE_KEDA_SHIM_SNAPSHOT_INTERVAL_MS: '500',
     ...(options.grpcCheckMs === undefined ? {} : { DFE_KEDA_SHIM_GRPC_CHECK_INTERVAL_MS: String(options.grpcCheckMs) }),
+    ...(options.backlogRefreshSeconds === undefined ? {} : { DFE_BACKLOG_REFRESH_SECONDS: String(options.backlogRefreshSeconds) }),
   });
   const url = `http://127.0.0.1:${port}`;
   let logs = '';
