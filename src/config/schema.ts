@@ -128,6 +128,9 @@ export const ADMISSION_DEFAULTS = Object.freeze({
   embedded: Object.freeze({ maxInflight: 8, maxInflightPerQuery: 4, maxQueued: 10_000 }),
 });
 
+/** The longest period of the server-refreshed backlog (DFE_BACKLOG_REFRESH_SECONDS; the chart's schema says it too). */
+export const BACKLOG_REFRESH_MAX_SECONDS = 3_600;
+
 /** Most queries in flight a setting may ask for: under the server client's 256 sockets. */
 export const MAX_INFLIGHT_LIMIT = 250;
 
@@ -155,7 +158,9 @@ export const envSchema = z.object({
    * docs/tables.md#the-server-refreshed-count); 0: off, the shim's backlog asks the due query
    * itself. The runner's schema step creates or drops the view; the shim reads it.
    */
-  DFE_BACKLOG_REFRESH_SECONDS: nonNegativeInteger.refine((n) => n <= 3_600, { message: 'must be at most 3600 (an hour)' }).default(0),
+  DFE_BACKLOG_REFRESH_SECONDS: nonNegativeInteger
+    .refine((n) => n <= BACKLOG_REFRESH_MAX_SECONDS, { message: `must be at most ${BACKLOG_REFRESH_MAX_SECONDS} (an hour)` })
+    .default(0),
   DFE_CLICKHOUSE_REQUEST_TIMEOUT_MS: positiveNumber.default(30_000),
   /**
    * How long an idle keep-alive socket to a server is kept for the next query; 0: keep-alive

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { qualifiedTable } from '../clickhouse/identifiers.js';
+import { BACKLOG_REFRESH_MAX_SECONDS } from '../config/schema.js';
 import { BACKLOG_STALE, dueCountSql } from './due-sql.js';
 import { TABLES } from './names.js';
 import { onCluster, type ResolvedTopology, type SchemaStep } from './tables.js';
@@ -24,8 +25,8 @@ export const BACKLOG_FRESH_REFRESHES = 3;
 const BACKLOG_KEEP = 'INTERVAL 1 DAY';
 
 function checkedSeconds(seconds: number): number {
-  if (!Number.isSafeInteger(seconds) || seconds < 0 || seconds > 3_600) {
-    throw new RangeError(`backlogRefreshSeconds must be a whole number from 0 to 3600, got ${seconds}`);
+  if (!Number.isSafeInteger(seconds) || seconds < 0 || seconds > BACKLOG_REFRESH_MAX_SECONDS) {
+    throw new RangeError(`backlogRefreshSeconds must be a whole number from 0 to ${BACKLOG_REFRESH_MAX_SECONDS}, got ${seconds}`);
   }
   return seconds;
 }
