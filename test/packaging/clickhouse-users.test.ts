@@ -10,6 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { quoteDatabase } from '../../src/clickhouse/identifiers.js';
+import { backlogCountSql } from '../../src/coordination/backlog-refresh.js';
 import { dueCountSql } from '../../src/coordination/due-sql.js';
 import { applySchema } from '../../src/coordination/topology.js';
 import { createOtelGaugeTable } from '../../src/pressure/otel-table.js';
@@ -38,6 +39,8 @@ describe('the shim user profile: readonly = 2', () => {
 
   const shimQueries = () => [
     { query: dueCountSql(db.database), query_params: {} },
+    // With DFE_BACKLOG_REFRESH_SECONDS on, the backlog reads the server-refreshed count first.
+    { query: backlogCountSql(db.database, 10), query_params: {} },
     { query: renderPressureSql(quoteDatabase(db.database)), query_params: pressureQueryParams('svc') },
   ];
   // What a catalogue query sends along (its timeout_seconds), as the shim does per request.
