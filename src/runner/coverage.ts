@@ -67,22 +67,38 @@ export function coverage(hunts: readonly HuntRuns[], startNow: number, endNow: n
   return { owed, ownRun, missed, unrun, doubled, overlaps, examples };
 }
 
+/** An owed fire and the start of the first run whose window covered it (epoch seconds). */
+export interface FireStart {
+  readonly huntId: string;
+  readonly fire: number;
+  readonly runStart: number;
+  /** runStart − fire, at least 0. */
+  readonly seconds: number;
+}
+
 /**
- * Lateness of each owed fire that a run covered: the start of the first run whose window
- * covers it, minus the fire (a fire folded into a later run's window waited for that run).
- * Fires whose covering runs' starts are unknown are left out.
+ * Each owed fire that a run covered, with the start of the first run whose window covers it
+ * (a fire folded into a later run's window waited for that run): its lateness. Fires whose
+ * covering runs' starts are unknown are left out.
  */
-export function fireLateness(hunts: readonly HuntRuns[], startNow: number, endNow: number): number[] {
-  const out: number[] = [];
+export function fireStarts(hunts: readonly HuntRuns[], startNow: number, endNow: number): FireStart[] {
+  const out: FireStart[] = [];
   for (const h of hunts) {
     const windows = [...h.windows].sort((a, b) => a.end - b.end);
     const lo = windows[0]?.start ?? startNow;
     for (let f = latestFire(lo, h.intervalSeconds, h.phaseOffset) + h.intervalSeconds; f <= endNow; f += h.intervalSeconds) {
       const starts = windows.filter((w) => w.start < f && f <= w.end && w.runStart !== undefined).map((w) => w.runStart as number);
-      if (starts.length > 0) out.push(Math.max(0, Math.min(...starts) - f));
+      if (starts.length === 0) continue;
+      const runStart = Math.min(...starts);
+      out.push({ huntId: h.huntId, fire: f, runStart, seconds: Math.max(0, runStart - f) });
     }
   }
   return out;
+}
+
+/** The `n` latest of them, latest first (ties by hunt and fire, so a report reads the same twice). */
+export function latestFires(starts: readonly FireStart[], n: number): FireStart[] {
+  return [...starts].sort((a, b) => b.seconds - a.seconds || a.huntId.localeCompare(b.huntId) || a.fire - b.fire).slice(0, n);
 }
 
 /** The q-quantile (0–1) of `values` by nearest rank; undefined when empty. */

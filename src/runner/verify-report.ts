@@ -3,7 +3,7 @@ import type { ClickHouseHandle } from '../clickhouse/client.js';
 import { qualifiedTable } from '../clickhouse/identifiers.js';
 import type { ClaimMode } from '../coordination/claims/protocol.js';
 import { TABLES } from '../coordination/tables.js';
-import { coverage, fireLateness, quantile, type Coverage } from './coverage.js';
+import { coverage, fireStarts, latestFires, quantile, type Coverage, type FireStart } from './coverage.js';
 import type { InjectedFault } from './nemesis/inject.js';
 import type { FaultKind } from './nemesis/plan.js';
 
@@ -34,6 +34,8 @@ export interface VerifyReport {
   readonly runs: { readonly succeeded: number; readonly failed: number };
   /** Seconds from each owed fire to the start of the first run covering it (hunt_run.updated − duration − fire). */
   readonly lateness: { readonly p50: number | undefined; readonly p99: number | undefined; readonly max: number | undefined };
+  /** The latest fires (up to LATEST_FIRES), latest first: to set beside the faults' times when the max is over its bound. */
+  readonly latestFires: readonly FireStart[];
   /** Up to 10 overlapping pairs: the hunt, both windows and their runs' starts (server clock, epoch seconds). */
   readonly overlapping: ReadonlyArray<{ readonly huntId: string; readonly a: Window; readonly b: Window }>;
   /** The longest succeeded run, seconds. */
@@ -53,7 +55,10 @@ export interface Window {
 
 export const OUTPUT_TABLE = 'verify_out';
 
-export type Counted = Pick<VerifyReport, 'database' | 'coverage' | 'doubleRunRows' | 'runs' | 'lateness' | 'longestRunSeconds' | 'overlapping'>;
+/** How many of the latest fires a report names. */
+export const LATEST_FIRES = 5;
+
+export type Counted = Pick<VerifyReport, 'database' | 'coverage' | 'doubleRunRows' | 'runs' | 'lateness' | 'latestFires' | 'longestRunSeconds' | 'overlapping'>;
 
 function overlappingPairs(hunts: ReadonlyArray<{ huntId: string; windows: readonly Window[] }>): Counted['overlapping'] {
   const out: Array<{ huntId: string; a: Window; b: Window }> = [];
@@ -95,13 +100,15 @@ export async function countFromTables(handle: ClickHouseHandle, database: string
   const [runs] = await rows<{ ok: Num; failed: Num; longest: Num }>(
     `SELECT countIf(status = 'succeeded') AS ok, countIf(status = 'failed') AS failed, maxIf(duration_ms, status = 'succeeded') AS longest FROM ${run}`,
   );
-  const seconds = fireLateness(hunts, startNow, endNow);
+  const starts = fireStarts(hunts, startNow, endNow);
+  const seconds = starts.map((f) => f.seconds);
   return {
     database,
     coverage: cov,
     doubleRunRows: Number(doubles?.n ?? 0),
     runs: { succeeded: Number(runs?.ok ?? 0), failed: Number(runs?.failed ?? 0) },
     lateness: { p50: quantile(seconds, 0.5), p99: quantile(seconds, 0.99), max: seconds.length ? Math.max(...seconds) : undefined },
+    latestFires: latestFires(starts, LATEST_FIRES),
     longestRunSeconds: Number(runs?.longest ?? 0) / 1000,
     overlapping: overlappingPairs(hunts),
   };
@@ -144,6 +151,9 @@ export function formatVerifyReport(r: VerifyReport): string {
     `reruns: ${r.doubleRunRows} window(s) run to success twice after a takeover (same window, output kept once by the dedup token)`,
     `missed fires: ${c.missed} (${c.missed - c.unrun} gap(s) a later run went past, ${c.unrun} still unrun when the drain ended)`,
     `lateness (fire → run start): p50 ${s(r.lateness.p50)}, p99 ${s(r.lateness.p99)}, max ${s(r.lateness.max)}`,
+    ...(r.latestFires.length
+      ? [`latest fires: ${r.latestFires.map((f) => `${f.huntId}@+${(f.fire - r.startNow).toFixed(0)} s run at +${(f.runStart - r.startNow).toFixed(1)} s (${f.seconds.toFixed(2)} s)`).join(', ')}`]
+      : []),
     ...(c.examples.length ? [`examples: ${c.examples.join(' ')}`] : []),
     ...r.overlapping.map((o) => `overlap: ${o.huntId} ${formatWindow(o.a, r.startNow)} and ${formatWindow(o.b, r.startNow)}`),
     ...r.unexpectedExits.map((e) => `runner exit: ${e}`),

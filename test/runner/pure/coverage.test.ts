@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { coverage, fireLateness, quantile } from '../../../src/runner/coverage.js';
+import { coverage, fireStarts, latestFires, quantile } from '../../../src/runner/coverage.js';
 
 /** The pure counting of verify-coordination (docs/operations.md#verify-coordination). */
 const hunt = (windows: Array<[number, number]>, intervalSeconds = 10) => ({
@@ -35,7 +35,18 @@ describe('coverage', () => {
 
   it('lateness per owed fire: the start of the first run covering it, minus the fire; a folded fire waited for the later run', () => {
     const h = { huntId: 'h', intervalSeconds: 10, phaseOffset: 0, windows: [{ start: 90, end: 100, runStart: 101 }, { start: 100, end: 130, runStart: 131.5 }, { start: 130, end: 140 }] };
-    expect(fireLateness([h], 0, 140)).toEqual([1, 21.5, 11.5, 1.5]);
+    expect(fireStarts([h], 0, 140).map((f) => f.seconds)).toEqual([1, 21.5, 11.5, 1.5]);
+  });
+
+  it('the latest fires name their hunt, fire and run start, latest first, ties in hunt and fire order', () => {
+    const h = { huntId: 'h', intervalSeconds: 10, phaseOffset: 0, windows: [{ start: 90, end: 100, runStart: 101 }, { start: 100, end: 130, runStart: 131.5 }] };
+    const g = { ...h, huntId: 'g' };
+    const latest = latestFires(fireStarts([h, g], 0, 130), 3);
+    expect(latest).toEqual([
+      { huntId: 'g', fire: 110, runStart: 131.5, seconds: 21.5 },
+      { huntId: 'h', fire: 110, runStart: 131.5, seconds: 21.5 },
+      { huntId: 'g', fire: 120, runStart: 131.5, seconds: 11.5 },
+    ]);
   });
 
   it('quantile by nearest rank', () => {
