@@ -254,9 +254,12 @@ min / median / max, and is judged on the median; \`npm run bench\` exits 1 when 
   --nemesis pause,cpu,stall,kill\` as its own process, once per claim mode, on its own embedded
   engine with testkeeper: 4 runner processes in server mode through an HTTP front and a stall
   proxy, 20 hunts every second, lease 5 s, 45 s, a random seed (printed). Doubles and misses are
-  counted from the tables (goal 0 each, at any load); lateness is each owed fire to the start of
-  the run covering it, the p99 held to docs/runner.md's bound poll × ceil(owed hunts / capacity)
-  + one run (the longest run measured), the max to that bound + one lease + the longest fault.
+  counted from the tables (goal 0 each, at any load); lateness is each owed fire to the output
+  row of the run covering it, by the server's clock when the run's hunt statement wrote it (the
+  runs up to 2ea9cc1's took \`hunt_run.updated − duration_ms\`, which also counted the commit
+  after the statement: up to 10.7 s more when a stall held the commit), the p99 held to
+  docs/runner.md's bound poll × ceil(owed hunts / capacity) + one run (the longest run
+  measured), the max to that bound + one lease + the longest fault.
 - **over capacity** (bench/over-capacity-bench.ts): twice the hunts due every poll that the
   fleet can run, through the real tick planner (\`planTick\`) of 4 runners × cap 5 on one shared
   snapshot per poll (a hunt one runner claimed is gone for the next), a run lasting one poll;

@@ -13,7 +13,7 @@ import { goal, type BenchLine } from './report.js';
  * every second, lease 5 s, 45 s. Figures from its JSON report, counted from the tables:
  * - fires covered twice (overlapping windows and doubled hunt_run rows included) and missed
  *   fires: safety, goal 0 whatever the load;
- * - lateness (an owed fire to the start of the run covering it) against the progress bound of
+ * - lateness (an owed fire to its run's output row, written by the run's hunt statement) against the progress bound of
  *   docs/runner.md, `poll × ceil(owed hunts / fleet capacity) + one run` (one run: the longest
  *   the same run measured). The p99 is held to that bound; the max to the bound plus what a
  *   fault may hold a fire for: one lease (a claim left by a stopped or killed runner) and the

@@ -106,7 +106,7 @@ export async function verifyCoordination(options: VerifyOptions): Promise<Verify
     const settings = coordinationSettings(topology);
     const mode = await resolveClaimMode(handle.client, database, topology, config.runner.claims, settings);
     await handle.client.command({
-      query: `CREATE TABLE IF NOT EXISTS ${qualifiedTable(database, OUTPUT)} (hunt_id String, fire Int64, window_start Int64, window_end Int64) ENGINE = MergeTree ORDER BY (hunt_id, fire) SETTINGS non_replicated_deduplication_window = 10000`,
+      query: `CREATE TABLE IF NOT EXISTS ${qualifiedTable(database, OUTPUT)} (hunt_id String, fire Int64, window_start Int64, window_end Int64, written DateTime64(3) DEFAULT now64(3)) ENGINE = MergeTree ORDER BY (hunt_id, fire) SETTINGS non_replicated_deduplication_window = 10000`,
     });
     for (let i = 0; i < huntCount; i += 1) {
       const id = `v${String(i).padStart(3, '0')}`;

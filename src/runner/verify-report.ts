@@ -32,7 +32,7 @@ export interface VerifyReport {
   /** (hunt, fire) pairs with more than one `succeeded` row in hunt_run. */
   readonly doubleRunRows: number;
   readonly runs: { readonly succeeded: number; readonly failed: number };
-  /** Seconds from each owed fire to the start of the first run covering it (hunt_run.updated − duration − fire). */
+  /** Seconds from each owed fire to the first output row covering it, as its run's hunt statement wrote it (the row's `written`). */
   readonly lateness: { readonly p50: number | undefined; readonly p99: number | undefined; readonly max: number | undefined };
   /** The latest fires (up to LATEST_FIRES), latest first: to set beside the faults' times when the max is over its bound. */
   readonly latestFires: readonly FireStart[];
@@ -79,17 +79,15 @@ export async function countFromTables(handle: ClickHouseHandle, database: string
     `SELECT hunt_id, interval_seconds, phase_offset FROM ${qualifiedTable(database, TABLES.schedule)} FINAL WHERE enabled = 1`,
   );
   const run = qualifiedTable(database, TABLES.run);
-  // Each output row with its run's start (the succeeded hunt_run row of its hunt and fire).
-  const out = await rows<{ hunt_id: string; window_start: Num; window_end: Num; run_start: Num | null }>(
-    `SELECT o.hunt_id AS hunt_id, o.window_start AS window_start, o.window_end AS window_end, r.run_start AS run_start
-     FROM ${qualifiedTable(database, OUTPUT_TABLE)} AS o
-     LEFT JOIN (SELECT hunt_id, fire, min((toUnixTimestamp64Milli(updated) - duration_ms) / 1000) AS run_start FROM ${run} WHERE status = 'succeeded' GROUP BY hunt_id, fire) AS r
-       ON r.hunt_id = o.hunt_id AND r.fire = o.fire
-     SETTINGS join_use_nulls = 1`,
+  // Each output row with the moment its run's hunt statement wrote it (server clock): the run had
+  // started by then. Not hunt_run's `updated − duration_ms`: that row is written after the commit
+  // (watermark, release), whose round trips a loaded or recovering server stretches.
+  const out = await rows<{ hunt_id: string; window_start: Num; window_end: Num; run_start: Num }>(
+    `SELECT hunt_id, window_start, window_end, toUnixTimestamp64Milli(written) / 1000 AS run_start FROM ${qualifiedTable(database, OUTPUT_TABLE)}`,
   );
   const byHunt = new Map<string, Array<{ start: number; end: number; runStart?: number }>>();
   for (const r of out) {
-    const w = { start: Number(r.window_start), end: Number(r.window_end), ...(r.run_start === null ? {} : { runStart: Number(r.run_start) }) };
+    const w = { start: Number(r.window_start), end: Number(r.window_end), runStart: Number(r.run_start) };
     byHunt.set(r.hunt_id, [...(byHunt.get(r.hunt_id) ?? []), w]);
   }
   const hunts = schedule.map((s) => ({ huntId: s.hunt_id, intervalSeconds: Number(s.interval_seconds), phaseOffset: Number(s.phase_offset), windows: byHunt.get(s.hunt_id) ?? [] }));
@@ -150,7 +148,7 @@ export function formatVerifyReport(r: VerifyReport): string {
     `double runs: ${c.doubled} fire(s) covered twice (output rows), ${c.overlaps} pair(s) of overlapping windows`,
     `reruns: ${r.doubleRunRows} window(s) run to success twice after a takeover (same window, output kept once by the dedup token)`,
     `missed fires: ${c.missed} (${c.missed - c.unrun} gap(s) a later run went past, ${c.unrun} still unrun when the drain ended)`,
-    `lateness (fire → run start): p50 ${s(r.lateness.p50)}, p99 ${s(r.lateness.p99)}, max ${s(r.lateness.max)}`,
+    `lateness (fire → output written): p50 ${s(r.lateness.p50)}, p99 ${s(r.lateness.p99)}, max ${s(r.lateness.max)}`,
     ...(r.latestFires.length
       ? [`latest fires: ${r.latestFires.map((f) => `${f.huntId}@+${(f.fire - r.startNow).toFixed(0)} s run at +${(f.runStart - r.startNow).toFixed(1)} s (${f.seconds.toFixed(2)} s)`).join(', ')}`]
       : []),
