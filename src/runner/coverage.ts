@@ -16,7 +16,7 @@ export interface HuntRuns {
   readonly huntId: string;
   readonly intervalSeconds: number;
   readonly phaseOffset: number;
-  /** The output rows of its runs, any order; `runStart` (epoch seconds) when the run's start is known. */
+  /** The output rows of its runs, any order; `runStart` (epoch seconds): when the run ran, where known. */
   readonly windows: ReadonlyArray<{ readonly start: number; readonly end: number; readonly runStart?: number }>;
 }
 
@@ -67,7 +67,7 @@ export function coverage(hunts: readonly HuntRuns[], startNow: number, endNow: n
   return { owed, ownRun, missed, unrun, doubled, overlaps, examples };
 }
 
-/** An owed fire and the start of the first run whose window covered it (epoch seconds). */
+/** An owed fire and when the first run whose window covered it ran (`runStart`, epoch seconds). */
 export interface FireStart {
   readonly huntId: string;
   readonly fire: number;
@@ -77,9 +77,10 @@ export interface FireStart {
 }
 
 /**
- * Each owed fire that a run covered, with the start of the first run whose window covers it
+ * Each owed fire that a run covered, with the earliest `runStart` of the windows covering it
  * (a fire folded into a later run's window waited for that run): its lateness. Fires whose
- * covering runs' starts are unknown are left out.
+ * covering runs' starts are unknown are left out. `verify-coordination` gives each window the
+ * moment its output row was written (verify-report.ts).
  */
 export function fireStarts(hunts: readonly HuntRuns[], startNow: number, endNow: number): FireStart[] {
   const out: FireStart[] = [];

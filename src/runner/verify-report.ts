@@ -50,6 +50,7 @@ export interface VerifyReport {
 export interface Window {
   readonly start: number;
   readonly end: number;
+  /** When the run wrote this window's output row (server clock, epoch seconds). */
   readonly runStart?: number;
 }
 
