@@ -125,8 +125,14 @@ export function exactlyOnce(c: Counted): boolean {
 }
 
 /** `(start, end] run at +t s`: when it ran, in the run's seconds, to set beside the faults' times. */
+/** Seconds from the race's start, signed: a fire owed at the start can fall just before it (`-1 s`). */
+function sinceStart(seconds: number, digits: number): string {
+  const text = seconds.toFixed(digits);
+  return `${text.startsWith('-') ? '' : '+'}${text} s`;
+}
+
 function formatWindow(w: Window, startNow: number): string {
-  return `(${w.start}, ${w.end}]${w.runStart === undefined ? '' : ` run at +${(w.runStart - startNow).toFixed(1)} s`}`;
+  return `(${w.start}, ${w.end}]${w.runStart === undefined ? '' : ` run at ${sinceStart(w.runStart - startNow, 1)}`}`;
 }
 
 /** The report as the CLI prints it, one fact a line. */
@@ -151,7 +157,7 @@ export function formatVerifyReport(r: VerifyReport): string {
     `missed fires: ${c.missed} (${c.missed - c.unrun} gap(s) a later run went past, ${c.unrun} still unrun when the drain ended)`,
     `lateness (fire → output written): p50 ${s(r.lateness.p50)}, p99 ${s(r.lateness.p99)}, max ${s(r.lateness.max)}`,
     ...(r.latestFires.length
-      ? [`latest fires: ${r.latestFires.map((f) => `${f.huntId}@+${(f.fire - r.startNow).toFixed(0)} s run at +${(f.runStart - r.startNow).toFixed(1)} s (${f.seconds.toFixed(2)} s)`).join(', ')}`]
+      ? [`latest fires: ${r.latestFires.map((f) => `${f.huntId}@${sinceStart(f.fire - r.startNow, 0)} run at ${sinceStart(f.runStart - r.startNow, 1)} (${f.seconds.toFixed(2)} s)`).join(', ')}`]
       : []),
     ...(c.examples.length ? [`examples: ${c.examples.join(' ')}`] : []),
     ...r.overlapping.map((o) => `overlap: ${o.huntId} ${formatWindow(o.a, r.startNow)} and ${formatWindow(o.b, r.startNow)}`),

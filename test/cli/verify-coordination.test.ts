@@ -113,7 +113,7 @@ describe('dfe-hunt-runner verify-coordination', () => {
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toContain(`claims ${claims}`);
       expect(r.stdout).toMatch(/lateness \(fire → output written\): p50 [\d.]+ s, p99 [\d.]+ s, max [\d.]+ s/);
-      expect(r.stdout).toMatch(/latest fires: [\w-]+@\+\d+ s run at \+[\d.]+ s \([\d.]+ s\)/);
+      expect(r.stdout).toMatch(/latest fires: [\w-]+@[+-]\d+ s run at [+-][\d.]+ s \([\d.]+ s\)/);
       expect(r.stdout).toContain('OK: every owed fire ran exactly once');
       const report = reportOf(r.stdout);
       expect(report.owed).toBeGreaterThan(20);
