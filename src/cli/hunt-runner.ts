@@ -28,14 +28,15 @@ Commands:
                            user's grants, the schema, span log, clock skew, due-query latency,
                            max_execution_time, output-table deduplication; exit 1 on a failing check
   enable <hunt_id>         lift an auto-disable (memory-limit crash-loop or a ceiling)
-  verify-coordination --runners N --seconds S [--keep] [--json]
+  verify-coordination --runners N --seconds S [--keep [--lease-log]] [--json]
                            [--nemesis pause,cpu,stall,kill [--seed N]] [--processes] [--lease SECONDS] [--logs DIR]
                            race N runners on hunts firing every second in a scratch database;
                            print fires, double runs, missed fires, lateness; exit 1 on any
                            double or miss; drops the scratch database unless --keep.
                            --nemesis: runners as separate processes, faults injected at seeded
                            random moments (seed printed); --processes: the same without faults;
-                           --logs: each runner process's log to DIR/<runner>.log
+                           --logs: each runner process's log to DIR/<runner>.log;
+                           --lease-log: keep every lease row written in verify_lease_log
   smoothing plan [--json] [--cycles N]
                            simulate N planning cycles on the live schedule and costs; writes nothing
   smoothing apply [--cycles N]
@@ -98,6 +99,7 @@ function parse(argv: string[]): Parsed {
       runners: { type: 'string' },
       seconds: { type: 'string' },
       keep: { type: 'boolean' },
+      'lease-log': { type: 'boolean' },
       logs: { type: 'string' },
       as: { type: 'string' },
       nemesis: { type: 'string' },
@@ -228,6 +230,7 @@ async function verifyCommand(config: AppConfig, flags: Flags): Promise<void> {
   const leaseSeconds = typeof flags.lease === 'string' ? wholeCount('lease', flags.lease) : undefined;
   const kinds = typeof flags.nemesis === 'string' ? parseFaultKinds(flags.nemesis) : undefined;
   if (flags.seed !== undefined && kinds === undefined) throw new DfeError('USAGE', '--seed goes with --nemesis');
+  if (flags['lease-log'] === true && flags.keep !== true) throw new DfeError('USAGE', '--lease-log goes with --keep (the log is read from the kept database)');
   const seed = typeof flags.seed === 'string' ? wholeOrZero('seed', flags.seed) : Math.floor(Math.random() * 0xffffffff);
   const onSignal = (sig: NodeJS.Signals) => {
     const n = reapChildren();
@@ -242,6 +245,7 @@ async function verifyCommand(config: AppConfig, flags: Flags): Promise<void> {
       runners,
       seconds,
       keep: flags.keep === true,
+      leaseLog: flags['lease-log'] === true,
       ...(typeof flags.logs === 'string' ? { logsDir: flags.logs } : {}),
       processes: flags.processes === true,
       ...(leaseSeconds === undefined ? {} : { leaseSeconds }),

@@ -189,6 +189,9 @@ async function claimedFire(ctx: FireContext, planned: PlannedRun, claim: ClaimOu
   if (claim.kind !== 'won') {
     claimed(ctx, planned, claim.kind);
     log.debug({ outcome: claim.kind, holder: claim.kind === 'lost' ? claim.holder?.owner : undefined }, 'claim did not stand');
+    if (claim.kind === 'late' && claim.releaseError !== undefined && !ctx.signal.aborted) {
+      log.warn({ err: claim.releaseError }, 'late claim not released: its row holds the hunt until its lease ends');
+    }
     return;
   }
   try {

@@ -16,7 +16,7 @@ import { DfeError } from '../errors.js';
 import { reapChildren } from './nemesis/children.js';
 import type { FaultKind } from './nemesis/plan.js';
 import { startInProcess, startProcesses, type Race } from './verify-races.js';
-import { countFromTables, exactlyOnce, OUTPUT_TABLE as OUTPUT, type VerifyReport } from './verify-report.js';
+import { countFromTables, countLeaseLog, exactlyOnce, LEASE_LOG_TABLE, OUTPUT_TABLE as OUTPUT, type VerifyReport } from './verify-report.js';
 
 export { formatVerifyReport, type VerifyReport } from './verify-report.js';
 
@@ -35,6 +35,11 @@ export interface VerifyOptions {
   readonly seconds: number;
   /** Keep the scratch database (default: dropped). */
   readonly keep?: boolean;
+  /**
+   * Keep a copy of every lease row the runners write (`verify_lease_log`, never merged away), so
+   * a kept database shows each claim, renewal and release of the table protocol.
+   */
+  readonly leaseLog?: boolean;
   /** Runner processes only: write each one's log to `<logsDir>/<runner id>.log` (created). */
   readonly logsDir?: string;
   readonly hunts?: number;
@@ -104,6 +109,7 @@ export async function verifyCoordination(options: VerifyOptions): Promise<Verify
     const topology = await resolveTopology(handle.client, config.clickhouse);
     await applySchema(handle.client, database, topology, config.clickhouse);
     const settings = coordinationSettings(topology);
+    if (options.leaseLog) await createLeaseLog(handle.client, database);
     const mode = await resolveClaimMode(handle.client, database, topology, config.runner.claims, settings);
     await handle.client.command({
       query: `CREATE TABLE IF NOT EXISTS ${qualifiedTable(database, OUTPUT)} (hunt_id String, fire Int64, window_start Int64, window_end Int64, written DateTime64(3) DEFAULT now64(3)) ENGINE = MergeTree ORDER BY (hunt_id, fire) SETTINGS non_replicated_deduplication_window = 10000`,
@@ -137,8 +143,10 @@ export async function verifyCoordination(options: VerifyOptions): Promise<Verify
     await race.stop();
     progress('counting from the tables');
     const counted = await countFromTables(handle, database, startNow, endNow, settings.read);
+    const leaseLogRows = options.leaseLog ? await countLeaseLog(handle, database, settings.read) : undefined;
     return {
       ...counted,
+      ...(leaseLogRows === undefined ? {} : { leaseLogRows }),
       target: handle.target,
       claims: mode.mode,
       runners: options.runners,
@@ -165,6 +173,17 @@ export async function verifyCoordination(options: VerifyOptions): Promise<Verify
 }
 
 /** Waits until every fire up to `endNow` is covered (a killed runner's lease must expire first), at most `seconds`. */
+/** The scratch copy of every hunt_lease row written (VerifyOptions.leaseLog), by a materialized view. */
+async function createLeaseLog(client: ClickHouseHandle['client'], database: string): Promise<void> {
+  const log = qualifiedTable(database, LEASE_LOG_TABLE);
+  await client.command({
+    query: `CREATE TABLE IF NOT EXISTS ${log} (hunt_id String, owner String, fire Int64, lease_until Int64, claimed DateTime64(3), logged DateTime64(3) DEFAULT now64(3)) ENGINE = MergeTree ORDER BY (hunt_id, claimed)`,
+  });
+  await client.command({
+    query: `CREATE MATERIALIZED VIEW IF NOT EXISTS ${qualifiedTable(database, `${LEASE_LOG_TABLE}_mv`)} TO ${log} AS SELECT hunt_id, owner, fire, lease_until, claimed FROM ${qualifiedTable(database, TABLES.lease)}`,
+  });
+}
+
 async function drain(handle: ClickHouseHandle, database: string, endNow: number, seconds: number, read: ClickHouseSettings): Promise<void> {
   const watermark = qualifiedTable(database, TABLES.watermark);
   const schedule = qualifiedTable(database, TABLES.schedule);

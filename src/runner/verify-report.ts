@@ -44,6 +44,8 @@ export interface VerifyReport {
   /** Runner processes that ended on their own. */
   readonly unexpectedExits: readonly string[];
   readonly kept: boolean;
+  /** Rows in the lease log (`--lease-log`), else absent. */
+  readonly leaseLogRows?: number;
   readonly ok: boolean;
 }
 
@@ -55,6 +57,14 @@ export interface Window {
 }
 
 export const OUTPUT_TABLE = 'verify_out';
+
+/** Every hunt_lease row the runners wrote, copied by a materialized view (`--lease-log`). */
+export const LEASE_LOG_TABLE = 'verify_lease_log';
+
+export async function countLeaseLog(handle: ClickHouseHandle, database: string, read: ClickHouseSettings): Promise<number> {
+  const rs = await handle.client.query({ query: `SELECT count() AS n FROM ${qualifiedTable(database, LEASE_LOG_TABLE)}`, format: 'JSONEachRow', clickhouse_settings: read });
+  return Number((await rs.json<{ n: number | string }>())[0]?.n ?? 0);
+}
 
 /** How many of the latest fires a report names. */
 export const LATEST_FIRES = 5;
@@ -162,6 +172,7 @@ export function formatVerifyReport(r: VerifyReport): string {
     ...(c.examples.length ? [`examples: ${c.examples.join(' ')}`] : []),
     ...r.overlapping.map((o) => `overlap: ${o.huntId} ${formatWindow(o.a, r.startNow)} and ${formatWindow(o.b, r.startNow)}`),
     ...r.unexpectedExits.map((e) => `runner exit: ${e}`),
+    ...(r.leaseLogRows === undefined ? [] : [`lease log: ${r.leaseLogRows} row(s) in ${r.database}.${LEASE_LOG_TABLE} (every claim, renewal and release written)`]),
     r.ok ? 'OK: every owed fire ran exactly once' : 'FAILED: a fire ran twice or an owed fire never ran',
     '',
   ].join('\n');

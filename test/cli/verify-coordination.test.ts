@@ -74,6 +74,9 @@ describe('dfe-hunt-runner verify-coordination', () => {
     const seed = await verify('keeper', '--runners', '2', '--seconds', '5', '--seed', '3');
     expect(seed.code).toBe(2);
     expect(seed.stderr).toMatch(/--seed goes with --nemesis/);
+    const log = await verify('tables', '--runners', '2', '--seconds', '5', '--lease-log');
+    expect(log.code).toBe(2);
+    expect(log.stderr).toMatch(/--lease-log goes with --keep/);
   });
 
   it('SIGTERM during a nemesis run leaves no process behind: stopped runners continued and killed, hogs killed', async () => {
@@ -121,6 +124,15 @@ describe('dfe-hunt-runner verify-coordination', () => {
       expect(r.stdout).toContain('(dropped)');
     }, 320_000);
   }
+
+  it('--keep --lease-log keeps every lease row the table protocol wrote: a claim and its release at least per run', async () => {
+    const r = await verify('tables', '--runners', '2', '--seconds', '5', '--keep', '--lease-log');
+    expect(r.code, r.stderr).toBe(0);
+    const rows = Number(/lease log: (\d+) row\(s\) in dfe_verify_[0-9a-f]+\.verify_lease_log/.exec(r.stdout)?.[1]);
+    const runs = Number(/runs: (\d+) succeeded/.exec(r.stdout)?.[1]);
+    expect(runs).toBeGreaterThan(0);
+    expect(rows).toBeGreaterThanOrEqual(2 * runs);
+  }, 320_000);
 
   it('--keep keeps the scratch database', async () => {
     const r = await verify('keeper', '--runners', '2', '--seconds', '5', '--keep');

@@ -116,6 +116,23 @@ describe('the table protocol as the runner uses it (docs/claim-protocol.md#the-t
     expect(next.get('late-release')?.kind).toBe('won');
   });
 
+  it('a late claim whose release fails says so in its outcome: its row holds the hunt until its lease ends', async () => {
+    const clock = new ManualClock(Date.now());
+    // The release statement (and only it) goes out with an aborted signal: the real client rejects it.
+    const client = db.handle.client;
+    const failing = new Proxy(client, {
+      get(target, key, receiver) {
+        if (key !== 'command') return Reflect.get(target, key, receiver) as unknown;
+        return (params: Parameters<typeof client.command>[0]) =>
+          target.command(params.query.includes('toInt64(0) FROM') ? { ...params, abort_signal: AbortSignal.abort() } : params);
+      },
+    });
+    const slow = tableClaims(coord.withClient(failing), 'slow', timing(clock, (c) => c.advance(SETTLE)));
+    const late = (await slow.claim([{ huntId: 'late-unreleased', fire: 1_000 }])).get('late-unreleased');
+    expect(late).toMatchObject({ kind: 'late', releaseError: expect.any(Error) });
+    expect((await newest('late-unreleased'))?.leaseUntil).toBeGreaterThan(0);
+  });
+
   it('while the newest row’s fire is owed, a claim of a newer fire takes that one (the same window), and is confirmed by a fresh row', async () => {
     const clock = new ManualClock(Date.now());
     const first = await tableClaims(coord, 'first', { ...timing(clock, () => undefined), leaseSeconds: 1 }).claim([{ huntId: 'chain', fire: 1_000 }]);

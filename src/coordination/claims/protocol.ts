@@ -30,8 +30,11 @@ export type ClaimOutcome =
   | { readonly kind: 'won'; readonly watermark: number | null; readonly held: HeldClaim; readonly window?: RunWindow }
   /** Someone holds the hunt (or, Keeper mode, the fire was claimed already). */
   | { readonly kind: 'lost'; readonly holder: Pick<LeaseRow, 'owner'> | undefined }
-  /** Table protocol only: acknowledged `settle` or more after the free read. */
-  | { readonly kind: 'late' }
+  /**
+   * Table protocol only: acknowledged `settle` or more after the free read. `releaseError`: the
+   * release of its row failed, so the row may hold the hunt until its lease ends.
+   */
+  | { readonly kind: 'late'; readonly releaseError?: unknown }
   /** This hunt's claim failed (an error of its own; the others of the batch went on): the fire stays owed. */
   | { readonly kind: 'failed'; readonly error: unknown };
 

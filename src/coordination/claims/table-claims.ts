@@ -157,12 +157,19 @@ export function tableClaims(coord: Coordinator, owner: string, timing: ClaimTimi
         const o = outcomes.get(r.huntId);
         if (!o) continue;
         if (o.kind === 'won') won.push({ huntId: r.huntId, fire: o.fire ?? r.fire, watermark: o.watermark });
-        else out.set(r.huntId, o.kind === 'late' ? { kind: 'late' } : o);
-        if (o.kind === 'late') late.push(r.huntId);
+        else if (o.kind === 'late') late.push(r.huntId);
+        else out.set(r.huntId, o);
       }
       // A late row may sit over a winner's claim (never over its confirmation, which is newer):
-      // released at once where it is still on top (a failed release leaves it to expire).
-      if (late.length > 0) await coord.releaseOwnNewest(owner, late).catch(() => undefined);
+      // released at once where it is still on top. A failed release leaves it to expire, and the
+      // outcome says so: the caller logs it, as that hunt waits up to a lease.
+      if (late.length > 0) {
+        const releaseError = await coord.releaseOwnNewest(owner, late).then(
+          () => undefined,
+          (err: unknown) => err ?? new Error('release failed'),
+        );
+        for (const huntId of late) out.set(huntId, releaseError === undefined ? { kind: 'late' } : { kind: 'late', releaseError });
+      }
       if (won.length === 0) return out;
       let confirmed: Set<string>;
       try {

@@ -40,4 +40,9 @@ describe('formatVerifyReport', () => {
   it('leaves the line out when no fire ran', () => {
     expect(formatVerifyReport(report([]))).not.toContain('latest fires');
   });
+
+  it('names the lease log and its rows only when one was kept', () => {
+    expect(formatVerifyReport({ ...report([]), leaseLogRows: 42 })).toContain('lease log: 42 row(s) in dfe_verify_x.verify_lease_log');
+    expect(formatVerifyReport(report([]))).not.toContain('lease log');
+  });
 });
