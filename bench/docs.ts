@@ -525,9 +525,14 @@ row waits for each. In this page's run (tables, seed 817447013; rerun with the s
 p99 23.10 s, max 25.10 s again) the fires due during the stall (+15.9 s to +25.9 s) ran at
 +42 s: the stall held them, then the CPU hogs (+26.3 s to +36.3 s) made every table claim
 late (its insert acknowledged more than the 300 ms settle after its free read: the protocol
-delays a fire rather than risk a double), and the hunts were won about 6 s after the hogs
-ended. No runner tried those hunts in between, as if a late claim's row, not released in time,
-held each for a lease; not confirmed, as the lease rows had merged. Keeper claims met the max
+delays a fire rather than risk a double), and the hunts were won 2–5 s after the hogs ended.
+Four more reruns of that seed with \`verify-coordination --keep --lease-log\` (max 22.9, 24.5,
+25.8 and 26.8 s) show every lease row written: each late claim's row was released a median
+0.3 s after it was written (at most 1.8 s once the hogs had ended), so no late row held a hunt
+for a lease, as this page once guessed. The claims right after the hogs were late as well: the
+four runners' catch-up statements queue in the embedded engine, which runs parameter-bound
+statements one at a time, until the queue is shorter than the settle; and a freed hunt now and
+then waited 2–3 s for a runner whose tick was still busy. Keeper claims met the max
 in the same run (12.27 s against 17.56 s). Until 02635b4 the figure took a run's start from
 \`hunt_run\`, written after the commit: with the tables seed 2645957259 one run read 17.81 s
 that way, and on one kept database seven fires whose output was written 1.8 s after their fire
