@@ -531,8 +531,9 @@ Four more reruns of that seed with \`verify-coordination --keep --lease-log\` (m
 0.3 s after it was written (at most 1.8 s once the hogs had ended), so no late row held a hunt
 for a lease, as this page once guessed. The claims right after the hogs were late as well: the
 four runners' catch-up statements queue in the embedded engine, which runs parameter-bound
-statements one at a time, until the queue is shorter than the settle; and a freed hunt now and
-then waited 2–3 s for a runner whose tick was still busy. Keeper claims met the max
+statements one at a time, until the queue is shorter than the settle; and a hunt freed early
+waited up to 3 s behind hunts owed longer (each runner claims the oldest owed first, up to its
+cap). Keeper claims met the max
 in the same run (12.27 s against 17.56 s). Until 02635b4 the figure took a run's start from
 \`hunt_run\`, written after the commit: with the tables seed 2645957259 one run read 17.81 s
 that way, and on one kept database seven fires whose output was written 1.8 s after their fire
