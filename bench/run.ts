@@ -81,6 +81,9 @@ async function main(): Promise<number> {
   const chosen = only.length === 0 ? sections : sections.filter((s) => only.some((word) => s.name.includes(word)));
   if (chosen.length === 0) {
     console.error(`bench: no section matches ${only.join(', ')}; sections: ${sections.map((s) => s.name).join('; ')}`);
+    await target.close();
+    await embedded.close();
+    rmSync(embeddedPath, { recursive: true, force: true });
     return 2;
   }
   const lines: BenchLine[] = [];
