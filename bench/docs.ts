@@ -513,7 +513,20 @@ and sent nothing still cost 8–9 % more CPU. A CPU profile with tracing on puts
 span creation (\`Tracer.startSpan\`, the span object, its random ids) at 1.8 % of busy time,
 with more GC beside it. The worker was not kept: it needs its own lifecycle (started, unref'd,
 drained at shutdown) and the exporter's internal packages resolved by hand, for a goal still
-missed. A cheaper sampled span is the next step.
+missed.
+
+Measured again on 9015586 (Node 20, one shim, 10 connections for 10 s after a 2 s warm-up, the
+shim's own CPU from /proc, runs interleaved), the cost does not follow the sampled share. CPU per
+1 000 polls: off 12.66 ms; sampling 0.01 % 13.02 ms (+3 %), 0.1 % 13.30 ms (+5 %), 1 % 13.60 ms
+(+7 %); 100 % 28–32 ms, about 17 µs per sampled poll. At 1 % that is about 90 µs per sampled
+poll, five times the price of one at 100 %: most of the cost is a tax on every poll once a few
+spans a second are exported. Spans made and never ended cost nothing measurable (11.4–11.5 ms
+against 11.2–11.3 ms off), nor did spans ended into an exporter that dropped them or only
+serialised them (the earlier 8–9 % for serialising did not repeat); spans sent, by the SDK's
+exporter or by \`fetch\`, carried it, though sending against not sending (2–5 %) was within the
+single runs' noise. Not found yet: what one request a second does to the poll path. The bench's
+own section on the image's Node 24 read 0.80× and 0.81×, against 0.84× and 0.87× on Node 20 in
+the same session.
 
 ## The nemesis's lateness
 
