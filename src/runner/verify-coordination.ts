@@ -172,7 +172,6 @@ export async function verifyCoordination(options: VerifyOptions): Promise<Verify
   }
 }
 
-/** Waits until every fire up to `endNow` is covered (a killed runner's lease must expire first), at most `seconds`. */
 /** The scratch copy of every hunt_lease row written (VerifyOptions.leaseLog), by a materialized view. */
 async function createLeaseLog(client: ClickHouseHandle['client'], database: string): Promise<void> {
   const log = qualifiedTable(database, LEASE_LOG_TABLE);
@@ -184,6 +183,7 @@ async function createLeaseLog(client: ClickHouseHandle['client'], database: stri
   });
 }
 
+/** Waits until every fire up to `endNow` is covered (a killed runner's lease must expire first), at most `seconds`. */
 async function drain(handle: ClickHouseHandle, database: string, endNow: number, seconds: number, read: ClickHouseSettings): Promise<void> {
   const watermark = qualifiedTable(database, TABLES.watermark);
   const schedule = qualifiedTable(database, TABLES.schedule);
