@@ -79,15 +79,12 @@ async function main(): Promise<number> {
   // `node dist/bench/run.js runner due` runs only the sections whose names contain a word given.
   const only = args.filter((a) => !a.startsWith('--'));
   const chosen = only.length === 0 ? sections : sections.filter((s) => only.some((word) => s.name.includes(word)));
-  if (chosen.length === 0) {
-    console.error(`bench: no section matches ${only.join(', ')}; sections: ${sections.map((s) => s.name).join('; ')}`);
-    await target.close();
-    await embedded.close();
-    rmSync(embeddedPath, { recursive: true, force: true });
-    return 2;
-  }
   const lines: BenchLine[] = [];
   try {
+    if (chosen.length === 0) {
+      console.error(`bench: no section matches ${only.join(', ')}; sections: ${sections.map((s) => s.name).join('; ')}`);
+      return 2;
+    }
     for (const section of chosen) {
       let got: BenchLine[];
       try {
