@@ -4,6 +4,7 @@ import type { ClickHouseConfig } from '../config/load.js';
 import { DfeError, describeError } from '../errors.js';
 import { openEmbedded } from './embedded.js';
 import { sharedSessionPool, type SessionPool } from './sessions.js';
+import { sendShortQueriesInUrl } from './query-in-url.js';
 import { markServer } from './traced-query.js';
 
 export type { ClickHouseClient } from '@clickhouse/client';
@@ -21,8 +22,9 @@ export const MAX_OPEN_CONNECTIONS = 256;
  * The one seam between a ClickHouse server and the embedded engine
  * (docs/architecture.md, docs/embedded.md). Callers run the same SQL through
  * the same client and ask the handle for what differs; none asks which backend
- * it is. The server's implementation is below and does nothing extra; the
- * embedded engine's, with the quirks it works around, is embedded.ts.
+ * it is. The server's implementation is below; its one transport choice (a
+ * short statement's SQL in the URL) is query-in-url.ts. The embedded engine's,
+ * with the quirks it works around, is embedded.ts.
  */
 export interface ClickHouseHandle {
   readonly client: ClickHouseClient;
@@ -88,6 +90,7 @@ export async function openClickHouse(config: ClickHouseConfig): Promise<ClickHou
     // outage that floods the logs. Callers log failures themselves.
     log: { level: ClickHouseLogLevel.OFF },
   });
+  sendShortQueriesInUrl(client);
   markServer(client, url);
   return serverHandle(client, url);
 }

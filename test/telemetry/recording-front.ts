@@ -14,7 +14,10 @@ import type { AddressInfo } from 'node:net';
 export interface RecordedRequest {
   readonly url: string;
   readonly headers: IncomingHttpHeaders;
+  /** The URL's `query` parameter, or else the body (ClickHouse runs the first followed by the second). */
   readonly sql: string;
+  /** The request body as it arrived. */
+  readonly body: string;
 }
 
 export interface RecordingFront {
@@ -33,7 +36,8 @@ export async function recordingFront(answer = 7): Promise<RecordingFront> {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const url = new URL(req.url ?? '/', 'http://front');
-      requests.push({ url: req.url ?? '', headers: req.headers, sql: url.searchParams.get('query') ?? Buffer.concat(chunks).toString('utf8') });
+      const body = Buffer.concat(chunks).toString('utf8');
+      requests.push({ url: req.url ?? '', headers: req.headers, sql: url.searchParams.get('query') ?? body, body });
       if (front.failing) {
         res.writeHead(500, { 'Content-Type': 'text/plain; charset=UTF-8', 'X-ClickHouse-Exception-Code': '60' });
         res.end('Code: 60. DB::Exception: recorded front is failing on purpose. (UNKNOWN_TABLE)\n');
