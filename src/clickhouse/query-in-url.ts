@@ -2,10 +2,10 @@ import type { Readable } from 'node:stream';
 import type { ClickHouseClient } from '@clickhouse/client';
 
 /**
- * The longest SQL text (characters) a server client sends in the URL. Encoded, it
- * stays within about 6 KB even if every character needs escaping, under the 8 KB
- * request line of common HTTP proxies (nginx's default); a longer text goes in the
- * body as before. The built-in queries are well under it (backlog about 1,700).
+ * The longest SQL text (characters) a server client sends in the URL. Encoded, ASCII
+ * SQL takes at most 3 bytes a character, about 6 KB, under the 8 KB request line of
+ * common HTTP proxies (nginx's default); a longer text goes in the body as before.
+ * The built-in queries are well under it (backlog about 1,700).
  */
 export const MAX_URL_QUERY_CHARS = 2_048;
 
