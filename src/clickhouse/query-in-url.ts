@@ -22,7 +22,9 @@ export const MAX_URL_QUERY_CHARS = 2_048;
  *
  * Server mode only (client.ts): chdb's connection reads an empty `values` as an
  * INSERT with no rows and runs nothing. Calls that pass `values`, and SQL longer
- * than MAX_URL_QUERY_CHARS, are left as they are.
+ * than MAX_URL_QUERY_CHARS, are left as they are. It relies on the client sending
+ * its requests uncompressed, as client.ts makes it: a gzip `Content-Encoding` on an
+ * empty body would not decompress.
  */
 export function sendShortQueriesInUrl(client: ClickHouseClient): void {
   const exec = client.exec.bind(client);
