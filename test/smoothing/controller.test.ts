@@ -125,7 +125,11 @@ describe('the smoothing controller', () => {
 
     // --- flatness fell from the pile-up
     expect(flatnessSeen.length, `planning cycles published a flatness (${JSON.stringify([...outcomes])})`).toBeGreaterThanOrEqual(2);
-    expect(flatnessSeen.at(-1)).toBeLessThan(flatnessSeen[0] ?? 0);
+    // Some published flatness after the first is lower. Not necessarily the last one seen: the
+    // loop reads both runners' gauges in turn, and a runner that has not planned for a while
+    // still shows the value of its own last cycle (a CI run ended on the first value, 2.45,
+    // read from such a runner); this test's own moves of cheap-c move it too.
+    expect(Math.min(...flatnessSeen.slice(1)), `flatness seen: ${JSON.stringify(flatnessSeen)}`).toBeLessThan(flatnessSeen[0] ?? 0);
 
     // --- one planner per slot: each planning slot's watermark is written once (lease rows are merged away, watermarks are not read here)
     // --- coverage across moves: per hunt, windows chain end to start (no gap, no overlap), one run per fire
