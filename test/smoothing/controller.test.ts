@@ -128,7 +128,7 @@ describe('the smoothing controller', () => {
     // Some published flatness after the first is lower. Not necessarily the last one seen: the
     // loop reads both runners' gauges in turn, and a runner that has not planned for a while
     // still shows the value of its own last cycle (a CI run ended on the first value, 2.45,
-    // read from such a runner); this test's own moves of cheap-c move it too.
+    // most likely read from such a runner); this test's own moves of cheap-c move it too.
     expect(Math.min(...flatnessSeen.slice(1)), `flatness seen: ${JSON.stringify(flatnessSeen)}`).toBeLessThan(flatnessSeen[0] ?? 0);
 
     // --- one planner per slot: each planning slot's watermark is written once (lease rows are merged away, watermarks are not read here)
