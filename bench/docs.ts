@@ -423,7 +423,7 @@ proxy added 0.38 and 0.34 ms and the shim 0.57 and 0.47 ms; in the run of 72dcbc
 slower hour (direct's p50 15 ms on the count, against 12–14 ms), the proxy +0.63 and +0.60 ms
 and the shim +0.82 and +0.78 ms; in the run of 2ea9cc1 the proxy +0.47 and +0.39 ms and the
 shim +0.68 and +0.60 ms; in the run of 02635b4 the proxy +0.41 and +0.47 ms and the shim
-+0.53 and +0.60 ms. This page's run (85749a7, every side sending short SQL in the URL, see
++0.53 and +0.60 ms. This page's run (7cbf55c, every side sending short SQL in the URL, see
 "the client library's request body" above) reads the proxy +0.55 and +0.53 ms and the shim
 +0.64 and +0.66 ms: the shim's own work at p50 is about 0.1–0.2 ms in every run since
 e7e6071. Over 5 000 distinct keys the proxy took 1.04 ×, 1.05 ×, 1.06 ×, 1.04 ×, 1.06 × and
@@ -525,7 +525,7 @@ extra, and each is gone:
 
 The run of 3c7627a read 1.00 × (rounds 0.83–1.08 ×), that of e7e6071 0.94 × (rounds
 0.89–0.99 ×), that of 72dcbc3 0.96 × (rounds 0.94–1.03 ×), that of 2ea9cc1 0.95 × (rounds
-0.91–0.98 ×), that of 02635b4 0.97 × (rounds 0.90–1.01 ×), and this page's run (85749a7),
+0.91–0.98 ×), that of 02635b4 0.97 × (rounds 0.90–1.01 ×), and this page's run (7cbf55c),
 with the cached path unchanged since e7e6071, 0.95 × rounded and just under the goal
 (55 547 against 58 011 req/s, rounds 0.91–0.98 ×). It is the machine, not a
 change: within one hour the code from before e7e6071 read 0.92 × and 0.93 ×, and e7e6071's
