@@ -1,5 +1,5 @@
-import { existsSync, mkdirSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import { DfeError, describeError } from '../errors.js';
 import type { ClickHouseHandle } from './client.js';
@@ -54,7 +54,13 @@ export async function openEmbedded(path: string, configFile?: string): Promise<C
   }
   if (path !== ':memory:') mkdirSync(path, { recursive: true });
   await anchorEngine(path, configFile);
-  const client = createClient({ connection: createChdbConnection({ path }) as never, log: CLIENT_LOG });
+  let connection: unknown;
+  try {
+    connection = createChdbConnection({ path });
+  } catch (err) {
+    throw whyNotOpened(path, configFile, err);
+  }
+  const client = createClient({ connection: connection as never, log: CLIENT_LOG });
   // No HTTP request to carry a traceparent: the query span exists without one (traced-query.ts).
   markWithoutHttp(client);
   return {
@@ -114,6 +120,54 @@ async function anchorEngine(path: string, configFile: string | undefined): Promi
     }
   }
   anchors.set(key, file);
+}
+
+/**
+ * The engine refused a data directory. The one cause an operator meets by following the
+ * README: `npm start` (the demo) writes its Keeper claim tables (KeeperMap) into the default
+ * directory, and a program started later on that directory without the demo's config file
+ * cannot attach them; chdb then says only that it could not connect. Named here, with the
+ * setting that fixes it; any other refusal keeps the engine's own words.
+ */
+function whyNotOpened(path: string, configFile: string | undefined, err: unknown): Error {
+  const keeperTables = configFile === undefined && path !== ':memory:' ? keeperMapTables(path) : [];
+  if (keeperTables.length === 0) return err instanceof Error ? err : new Error(describeError(err));
+  return new DfeError(
+    'CONFIG_INVALID',
+    `the embedded data directory DFE_EMBEDDED_PATH=${JSON.stringify(path)} holds KeeperMap tables (${keeperTables.join(', ')}), ` +
+      'which only an engine with Keeper can attach, and DFE_EMBEDDED_CONFIG_FILE is not set: set it to a config with Keeper ' +
+      '(examples/embedded-keeper.xml, as `npm start` does) or point DFE_EMBEDDED_PATH at another directory (docs/embedded.md)',
+    { key: 'DFE_EMBEDDED_CONFIG_FILE', value: '', cause: err },
+  );
+}
+
+/** `database.table` of every KeeperMap table in a data directory's metadata (read only when opening failed). */
+export function keeperMapTables(path: string): string[] {
+  const metadata = join(path, 'metadata');
+  const found: string[] = [];
+  const entries = (dir: string): string[] => {
+    try {
+      return readdirSync(dir);
+    } catch {
+      return [];
+    }
+  };
+  for (const database of entries(metadata)) {
+    const dir = join(metadata, database);
+    // An Atomic database's directory is a symbolic link into store/: statSync follows it.
+    if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) continue;
+    for (const file of entries(dir)) {
+      if (!file.endsWith('.sql')) continue;
+      let sql: string;
+      try {
+        sql = readFileSync(join(dir, file), 'utf8');
+      } catch {
+        continue;
+      }
+      if (/\bENGINE\s*=\s*KeeperMap\b/.test(sql)) found.push(`${database}.${file.slice(0, -'.sql'.length)}`);
+    }
+  }
+  return found.sort();
 }
 
 /**
