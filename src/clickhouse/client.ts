@@ -4,7 +4,7 @@ import type { ClickHouseConfig } from '../config/load.js';
 import { DfeError, describeError } from '../errors.js';
 import { openEmbedded } from './embedded.js';
 import { sharedSessionPool, type SessionPool } from './sessions.js';
-import { sendShortQueriesInUrl } from './query-in-url.js';
+import { sendExecsDirectly } from './server-exec.js';
 import { markServer } from './traced-query.js';
 
 export type { ClickHouseClient } from '@clickhouse/client';
@@ -22,8 +22,8 @@ export const MAX_OPEN_CONNECTIONS = 256;
  * The one seam between a ClickHouse server and the embedded engine
  * (docs/architecture.md, docs/embedded.md). Callers run the same SQL through
  * the same client and ask the handle for what differs; none asks which backend
- * it is. The server's implementation is below; its one transport choice (a
- * short statement's SQL in the URL) is query-in-url.ts. The embedded engine's,
+ * it is. The server's implementation is below; its one transport choice (the
+ * shim's reads sent with Node's own HTTP client) is server-exec.ts. The embedded engine's,
  * with the quirks it works around, is embedded.ts.
  */
 export interface ClickHouseHandle {
@@ -90,9 +90,26 @@ export async function openClickHouse(config: ClickHouseConfig): Promise<ClickHou
     // outage that floods the logs. Callers log failures themselves.
     log: { level: ClickHouseLogLevel.OFF },
   });
-  sendShortQueriesInUrl(client);
+  const direct = sendExecsDirectly(client, {
+    url,
+    username: config.username,
+    password: config.password,
+    requestTimeoutMs: config.requestTimeoutMs,
+    idleSocketTtlMs: config.idleSocketTtlMs,
+    maxSockets: MAX_OPEN_CONNECTIONS,
+    ...(tls ? { ca: tls.ca_cert } : {}),
+    verifyTls: config.verifyTls,
+  });
   markServer(client, url);
-  return serverHandle(client, url);
+  const handle = serverHandle(client, url);
+  if (direct === undefined) return handle;
+  return {
+    ...handle,
+    close: async () => {
+      direct.close();
+      await handle.close();
+    },
+  };
 }
 
 /**

@@ -9,7 +9,7 @@ import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
 
 /**
  * DFE_CLICKHOUSE_IDLE_SOCKET_TTL_MS reaches the server client and is honoured
- * (src/clickhouse/client.ts): a real engine behind the HTTP front, and a TCP
+ * (src/clickhouse/client.ts, and server-exec.ts for `exec`): a real engine behind the HTTP front, and a TCP
  * proxy in front of it that counts the connections it accepts. Two queries with
  * the same gap between them: a TTL well above the gap keeps the one connection,
  * a TTL well below it closes the idle socket so the second query opens another.
@@ -40,14 +40,21 @@ afterAll(async () => {
 });
 
 /** Connections accepted while two queries, GAP_MS apart, ran through a client with this TTL. */
-async function connectionsForTwoQueries(ttl: string, gapMs: number): Promise<number> {
+async function connectionsForTwoQueries(ttl: string, gapMs: number, via: 'query' | 'exec'): Promise<number> {
   const handle = await openClickHouse(loadConfig({ DFE_CLICKHOUSE_URL: proxy.url, DFE_CLICKHOUSE_IDLE_SOCKET_TTL_MS: ttl }).clickhouse);
   const before = proxy.accepted();
   try {
     for (const n of [1, 2]) {
       if (n === 2 && gapMs > 0) await sleep(gapMs);
-      const rs = await handle.client.query({ query: 'SELECT {n:UInt8} AS n', query_params: { n }, format: 'JSONEachRow' });
-      expect(await rs.json<{ n: number }>()).toEqual([{ n }]);
+      if (via === 'query') {
+        const rs = await handle.client.query({ query: 'SELECT {n:UInt8} AS n', query_params: { n }, format: 'JSONEachRow' });
+        expect(await rs.json<{ n: number }>()).toEqual([{ n }]);
+      } else {
+        const { stream } = await handle.client.exec({ query: 'SELECT {n:UInt8} AS n FORMAT JSONEachRow', query_params: { n } });
+        let text = '';
+        for await (const chunk of stream) text += String(chunk);
+        expect(JSON.parse(text)).toEqual({ n });
+      }
     }
     return proxy.accepted() - before;
   } finally {
@@ -55,17 +62,19 @@ async function connectionsForTwoQueries(ttl: string, gapMs: number): Promise<num
   }
 }
 
-describe('DFE_CLICKHOUSE_IDLE_SOCKET_TTL_MS', () => {
+// `query` goes through the library's socket pool, `exec` (the shim's reads) through
+// server-exec.ts's own agent: the setting holds for both.
+describe.each(['query', 'exec'] as const)('DFE_CLICKHOUSE_IDLE_SOCKET_TTL_MS, %s', (via) => {
   it('a TTL longer than the gap between two queries: both go over one connection', async () => {
-    expect(await connectionsForTwoQueries('9000', GAP_MS)).toBe(1);
+    expect(await connectionsForTwoQueries('9000', GAP_MS, via)).toBe(1);
   });
 
   it('a TTL shorter than the gap: the idle socket is closed, the second query opens another', async () => {
-    expect(await connectionsForTwoQueries('50', GAP_MS)).toBe(2);
+    expect(await connectionsForTwoQueries('50', GAP_MS, via)).toBe(2);
   });
 
   it('0 turns keep-alive off: a connection per query, even back to back', async () => {
-    expect(await connectionsForTwoQueries('0', 0)).toBe(2);
+    expect(await connectionsForTwoQueries('0', 0, via)).toBe(2);
   });
 });
 
