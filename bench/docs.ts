@@ -153,8 +153,10 @@ min / median / max, and is judged on the median; \`npm run bench\` exits 1 when 
   pair ratios. Beside it, the CPU each process spent per 1 000 polls (user + system from
   \`/proc\`), steadier than req/s when other work takes cores from one side of a pair.
 - **fresh value**: sequential requests, interleaved with the same query run directly through
-  \`@clickhouse/client\` configured as the shim's (\`openClickHouse\`); "added" is the difference
-  of the medians, and includes the HTTP hop to the shim.
+  a client configured as the shim's (\`openClickHouse\`), by the same call the shim makes
+  (\`exec\`); "added" is the difference of the medians, and includes the HTTP hop to the shim.
+  (Until the server client's \`exec\` left the library's request path, the direct side used the
+  library's \`query\`.)
 - **ClickHouse hung**: the shim's ClickHouse is a loopback listener that accepts and never
   answers (test/helpers/faults.ts); p100 is autocannon's maximum latency.
 - **single-flight**: 100 concurrent requests on a 0.3 s query; the shim's own counter of
@@ -299,10 +301,10 @@ the shim's, and a p99 of 11 to 45 ms on both. Each suspect on the shim's own pat
   12 KB a query, so more full collections); Node's \`http.request\` with the SQL written by
   \`end(sql)\` 76 scavenges, 18 ms, nothing promoted and 0.74 s less CPU (about 185 µs a
   query); \`pipeline\` of a plain \`Readable\` 25 ms and 2 MB. The bare proxy and the direct side
-  paid it too, since they send through the same call. Now a server client sends a statement
-  of up to 2 048 characters with its SQL in the URL's \`query\` parameter and an empty body,
-  which the library ends without a stream (src/clickhouse/query-in-url.ts; docs/security.md
-  says what the URL carries). 3 000 fresh \`pressure\` answers for distinct services, shim
+  paid it too, since they send through the same call. The first fix sent a statement of up to
+  2 048 characters with its SQL in the URL and an empty body, which the library ends without a
+  stream; the server client's \`exec\` has since left the library's request path altogether
+  (next bullet but one). 3 000 fresh \`pressure\` answers for distinct services, shim
   process against the front, two interleaved runs each: mean 9.19 / 8.87 ms → 8.91 / 8.63 ms,
   p99 14.5 / 14.0 ms → 13.2 / 12.5 ms, p99.9 34 / 30 ms → 24 / 22 ms; the bare proxy's p99
   13.6 / 13.5 ms → 12.8 / 12.3 ms. In the bench's one-connection figures (both sides send
@@ -343,9 +345,22 @@ the shim's, and a p99 of 11 to 45 ms on both. Each suspect on the shim's own pat
   through, so both sides of a pair pay the same client; the goals are unchanged. The
   1 000-at-once burst still uses undici (a count of queries, not a time).
 - **timers**: the deadline and the abort timer per answer, both cleared; a lone \`pressure\`
-  key waits one \`setImmediate\` (the same turn of the loop) for keys of its tick. Both sides
-  share one more: @clickhouse/client waits a \`setTimeout(0)\` (1 ms) before every request
-  (so its idle-socket timers can run first), part of the ~2 ms outside the engine.
+  key waits one \`setImmediate\` (the same turn of the loop) for keys of its tick.
+- **the client library's wait** (fixed): @clickhouse/client waits a \`setTimeout(0)\` (at least
+  1 ms in Node) before every request, so that its idle-socket timers can run first. The bench
+  did not see it, since both sides of every pair send through the same client. Measured by
+  timestamps around the library's request, one connection to the front, \`SELECT 1\`: the
+  request left 1.3 ms after the call. Against Node's \`http.get\` of the same query, 1 000 each,
+  interleaved: p50 2.70 ms against 1.34 ms, the same 1.0 ms of engine time, and 626 µs of the
+  client process's CPU a query against 286 µs. A server client's \`exec\` (the shim's one read)
+  now goes out through Node's own \`http\` (src/clickhouse/server-exec.ts). The request is the
+  library's request, checked against it on a recording socket: the SQL as the body, the same
+  URL parameters and credentials, and errors parsed by its \`parseError\`. A socket idle past
+  the TTL is closed by its age when a request would take it, so no timer has to run first.
+  A reused socket that the server had closed is retried once on a new one. After the change,
+  the same pair read p50 1.49 ms against 1.38 ms, and 468 µs of CPU against 303 µs.
+  Everything else (the runner's and coordination's \`query\`, \`command\`, \`insert\`) still goes
+  through the library: a few calls per tick.
 - **snapshot writes** run off the request path (an interval timer, the file written and
   fsynced by the thread pool). The catalogue check every 2 s reads and hashes two small files
   on the thread pool: 0.1 ms at p50; its synchronous part (finding the built-in file) 9 µs.
