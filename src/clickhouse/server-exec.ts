@@ -48,7 +48,7 @@ type ExecResult = Awaited<ReturnType<ClickHouseClient['exec']>>;
 const HANDLED = new Set(['query', 'query_params', 'clickhouse_settings', 'abort_signal', 'http_headers']);
 
 /** Errors of a kept-alive socket the server closed while it was idle: nothing of the request ran. */
-const STALE_SOCKET = new Set(['ECONNRESET', 'EPIPE']);
+const STALE_SOCKET = new Set(['ECONNRESET', 'EPIPE', 'ERR_STREAM_DESTROYED']);
 
 /** Most bytes of an error answer read for its message. */
 const MAX_ERROR_BYTES = 64 * 1024;
@@ -64,9 +64,7 @@ export function sendExecsDirectly(client: ClickHouseClient, options: ServerExecO
   if (base.search !== '' || (base.protocol !== 'http:' && base.protocol !== 'https:')) return undefined;
   const https = base.protocol === 'https:';
   const keepAlive = options.idleSocketTtlMs > 0;
-  // `timeout` also closes a socket left idle for the TTL by timer (Node's agent destroys a free
-  // socket that times out); the age check below covers a loop too busy to run that timer.
-  const pool = { keepAlive, maxSockets: options.maxSockets, ...(keepAlive ? { timeout: options.idleSocketTtlMs } : {}) };
+  const pool = { keepAlive, maxSockets: options.maxSockets };
   const agent = https
     ? new HttpsAgent({ ...pool, ...(options.ca ? { ca: options.ca } : {}), rejectUnauthorized: options.verifyTls })
     : new HttpAgent(pool);
@@ -86,34 +84,47 @@ export function sendExecsDirectly(client: ClickHouseClient, options: ServerExecO
       : { Authorization: `Basic ${Buffer.from(`${options.username}:${options.password}`).toString('base64')}` }),
   };
 
-  /** Free sockets idle past the TTL are closed by age, here, before a request could take one. */
-  const dropStaleSockets = () => {
+  /**
+   * Closes the free sockets idle for the TTL or longer, by their age: no timer has to have run.
+   * Resolves once the agent has let go of them (their 'close'), so the request that follows
+   * cannot be given one; with none stale (every request but the first after an idle spell)
+   * nothing is waited for.
+   */
+  const dropStaleSockets = (): Promise<unknown> | undefined => {
     const limit = Date.now() - options.idleSocketTtlMs;
+    let closing: Promise<unknown>[] | undefined;
     for (const sockets of Object.values(agent.freeSockets)) {
-      for (const socket of sockets ?? []) if ((freedAt.get(socket) ?? 0) <= limit) socket.destroy();
+      for (const socket of sockets ?? []) {
+        if ((freedAt.get(socket) ?? 0) > limit) continue;
+        (closing ??= []).push(new Promise((closed) => socket.once('close', closed)));
+        socket.destroy();
+      }
     }
+    return closing && Promise.all(closing);
   };
 
-  const once = (url: string, headers: OutgoingHttpHeaders, body: string, signal: AbortSignal | undefined) =>
-    new Promise<{ res: IncomingMessage; reused: boolean } | { err: unknown; reused: boolean; answered: boolean }>((resolve) => {
-      if (keepAlive) dropStaleSockets();
+  type Sent = { res: IncomingMessage; reused: boolean; settled: () => void } | { err: unknown; reused: boolean; answered: boolean };
+  const sendOnce = (url: string, headers: OutgoingHttpHeaders, body: string, signal: AbortSignal | undefined) =>
+    new Promise<Sent>((resolve) => {
       const req = send(url, { method: 'POST', agent, headers: { ...headers, 'Content-Length': Buffer.byteLength(body) } });
       let answered = false;
       const onAbort = () => req.destroy(new Error('The user aborted a request.'));
       signal?.addEventListener('abort', onAbort, { once: true });
+      /** The abort and the timeout stop applying (the caller owns the answer's body from here, as with the library). */
+      const settled = () => {
+        signal?.removeEventListener('abort', onAbort);
+        req.setTimeout(0);
+      };
       req.on('socket', () => {
         if (!req.reusedSocket) opened += 1;
       });
       req.setTimeout(options.requestTimeoutMs, () => req.destroy(new Error('Timeout error.')));
       req.on('response', (res) => {
         answered = true;
-        // As the library's: the caller owns the answer's body and its own abort from here.
-        signal?.removeEventListener('abort', onAbort);
-        req.setTimeout(0);
-        resolve({ res, reused: req.reusedSocket });
+        resolve({ res, reused: req.reusedSocket, settled });
       });
       req.on('error', (err) => {
-        signal?.removeEventListener('abort', onAbort);
+        settled();
         resolve({ err, reused: req.reusedSocket, answered });
       });
       req.end(body);
@@ -127,16 +138,27 @@ export function sendExecsDirectly(client: ClickHouseClient, options: ServerExecO
     const url = database === undefined ? `${origin}${search.slice(1)}` : `${origin}${database}${search}`;
     const headers = params.http_headers ? { ...params.http_headers, ...fixedHeaders } : fixedHeaders;
     const signal = params.abort_signal;
-    if (signal?.aborted) throw new Error('The user aborted a request.');
-    let sent = await once(url, headers, params.query, signal);
-    if ('err' in sent && sent.reused && !sent.answered && isStale(sent.err) && !signal?.aborted) sent = await once(url, headers, params.query, signal);
+    const attempt = async (): Promise<Sent> => {
+      if (keepAlive) await dropStaleSockets();
+      if (signal?.aborted) throw new Error('The user aborted a request.');
+      return sendOnce(url, headers, params.query, signal);
+    };
+    let sent = await attempt();
+    // A kept-alive socket the server had closed fails before any answer: nothing ran, send again.
+    if ('err' in sent && sent.reused && !sent.answered && isStale(sent.err)) sent = await attempt();
     if ('err' in sent) throw sent.err;
-    const { res } = sent;
+    const { res, settled } = sent;
     const status = res.statusCode ?? 0;
     if (status >= 200 && status < 300) {
+      settled();
       return { stream: res, query_id: String(res.headers['x-clickhouse-query-id'] ?? ''), response_headers: res.headers, http_status_code: status } as ExecResult;
     }
-    throw parseError(await readText(res, MAX_ERROR_BYTES));
+    // An error's text is read under the request's abort and timeout: a stalled one cannot hold the call.
+    try {
+      throw parseError(await readText(res, MAX_ERROR_BYTES));
+    } finally {
+      settled();
+    }
   };
   return {
     socketsOpened: () => opened,

@@ -1,6 +1,7 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ClickHouseError, createClient, type ClickHouseSettings } from '@clickhouse/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openClickHouse, type ClickHouseHandle } from '../../src/clickhouse/client.js';
@@ -183,6 +184,70 @@ describe('a kept-alive socket the server closed', () => {
     try {
       await expect(text(handle.client, 'SELECT 1')).rejects.toMatchObject({ code: 'ECONNRESET' });
       expect(requests).toBe(1);
+    } finally {
+      await handle.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});
+
+/** A keep-alive server answering every request at once, counting the connections it accepts. */
+async function countingServer(): Promise<{ url: string; accepted: () => number; close: () => Promise<void> }> {
+  let accepted = 0;
+  const server: Server = createServer((req, res: ServerResponse) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end('{"data":[[1]]}');
+    });
+  });
+  server.on('connection', () => (accepted += 1));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    accepted: () => accepted,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe('idle sockets past the TTL', () => {
+  it('several at once are all closed before the next burst takes a socket: every exec answered on a new connection', async () => {
+    const server = await countingServer();
+    const handle = await open(server.url, { DFE_CLICKHOUSE_IDLE_SOCKET_TTL_MS: '20' });
+    const burst = () => Promise.all(Array.from({ length: 4 }, () => text(handle.client, 'SELECT 1')));
+    try {
+      expect(await burst()).toEqual(Array(4).fill('{"data":[[1]]}'));
+      const first = server.accepted();
+      expect(first).toBeGreaterThanOrEqual(2);
+      await sleep(200);
+      expect(await burst()).toEqual(Array(4).fill('{"data":[[1]]}'));
+      // None of the first burst's sockets was reused: every second-burst request opened its own.
+      expect(server.accepted() - first).toBe(4);
+    } finally {
+      await handle.close();
+      await server.close();
+    }
+  });
+});
+
+describe('an error answer whose text never ends', () => {
+  it('the caller\'s abort still ends the call', async () => {
+    const server = createServer((req, res) => {
+      req.resume();
+      res.writeHead(500, { 'Content-Type': 'text/plain' });
+      res.write('Code: 159. DB::Exception: the rest never comes');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    const handle = await open(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    const controller = new AbortController();
+    try {
+      const call = handle.client.exec({ query: 'SELECT 1', abort_signal: controller.signal });
+      setTimeout(() => controller.abort(), 100);
+      await expect(call).rejects.toBeInstanceOf(Error);
     } finally {
       await handle.close();
       server.closeAllConnections();
