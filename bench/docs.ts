@@ -359,7 +359,7 @@ the shim's, and a p99 of 11 to 45 ms on both. Each suspect on the shim's own pat
   the TTL is closed by its age when a request would take it, so no timer has to run first.
   A reused socket that the server had closed is retried once on a new one. After the change,
   the same pair read p50 1.49 ms against 1.38 ms, and 468 µs of CPU against 303 µs. The
-  bench's one-connection sections after it (one run on b031de7's parent, not this page's run):
+  bench's one-connection sections after it (one run on d09aee6, not this page's run):
   backlog p50 12 ms (was 14 ms), pressure 7.86 ms (was 9.09 ms), p99 1.29× and 1.33× p50
   (direct 1.35× and 1.39×: the same engine tail over a smaller p50); 5 000 distinct keys in
   37.3 s (was 43.2 s), 1.08× the direct side's 34.7 s, which gained as much (the bare proxy
