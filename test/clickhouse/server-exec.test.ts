@@ -134,19 +134,19 @@ describe('what a server client sends', () => {
 });
 
 /**
- * A server that keeps each connection alive for one answer, then resets it when the
- * next request arrives on it: the kept-alive socket the server closed while idle.
+ * A keep-alive server answering `{"data":[[1]]}` at once, counting the connections it accepts.
+ * `onePerSocket`: each connection gets one answer, and a second request on it is met with a
+ * reset (the kept-alive socket the server closed while it was idle).
  */
-async function oneAnswerPerSocket(): Promise<{ url: string; accepted: () => number; close: () => Promise<void> }> {
+async function countingServer(onePerSocket = false): Promise<{ url: string; accepted: () => number; close: () => Promise<void> }> {
   let accepted = 0;
   const answered = new WeakSet<Socket>();
   const server: Server = createServer((req, res: ServerResponse) => {
-    const socket = req.socket;
-    if (answered.has(socket)) return void socket.resetAndDestroy();
-    answered.add(socket);
+    if (onePerSocket && answered.has(req.socket)) return void req.socket.resetAndDestroy();
+    answered.add(req.socket);
     req.resume();
     req.on('end', () => {
-      res.writeHead(200, { 'Content-Type': 'application/json', Connection: 'keep-alive' });
+      res.writeHead(200, { 'Content-Type': 'application/json' });
       res.end('{"data":[[1]]}');
     });
   });
@@ -164,7 +164,7 @@ async function oneAnswerPerSocket(): Promise<{ url: string; accepted: () => numb
 
 describe('a kept-alive socket the server closed', () => {
   it('is retried once on a new socket: every exec answered, one connection each', async () => {
-    const server = await oneAnswerPerSocket();
+    const server = await countingServer(true);
     const handle = await open(server.url);
     try {
       for (let i = 0; i < 3; i++) expect(await text(handle.client, 'SELECT 1')).toBe('{"data":[[1]]}');
@@ -191,28 +191,6 @@ describe('a kept-alive socket the server closed', () => {
     }
   });
 });
-
-/** A keep-alive server answering every request at once, counting the connections it accepts. */
-async function countingServer(): Promise<{ url: string; accepted: () => number; close: () => Promise<void> }> {
-  let accepted = 0;
-  const server: Server = createServer((req, res: ServerResponse) => {
-    req.resume();
-    req.on('end', () => {
-      res.writeHead(200, { 'Content-Type': 'application/json' });
-      res.end('{"data":[[1]]}');
-    });
-  });
-  server.on('connection', () => (accepted += 1));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    accepted: () => accepted,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
 
 describe('idle sockets past the TTL', () => {
   it('several at once are all closed before the next burst takes a socket: every exec answered on a new connection', async () => {
