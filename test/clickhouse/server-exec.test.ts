@@ -1,4 +1,6 @@
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -10,6 +12,7 @@ import { paramText, sendExecsDirectly } from '../../src/clickhouse/server-exec.j
 import { loadConfig } from '../../src/config/load.js';
 import { clickHouseServerAvailability, startClickHouseServer, type ClickHouseServerProcess } from '../helpers/clickhouse-server.js';
 import { openTestDatabase, type TestDatabase } from '../helpers/clickhouse.js';
+import { certDir } from '../helpers/certs.js';
 import { needs } from '../helpers/requirement.js';
 import { recordingFront, type RecordedRequest, type RecordingFront } from '../telemetry/recording-front.js';
 
@@ -266,6 +269,61 @@ describe('a real engine behind an HTTP front', () => {
     };
     expect(answer.data).toEqual([[5, 'ünï cødé', 2]]);
     await expect(text(handle.client, 'SELECT * FROM no_such_table_here')).rejects.toMatchObject({ code: '60' });
+  });
+});
+
+const certs = certDir('server-exec-tls');
+certs.server();
+const tlsGate = needs(certs.missing);
+
+tlsGate.describe('over https', () => {
+  let server: Server | undefined;
+  let url = '';
+  const seen: Array<{ url: string; headers: IncomingHttpHeaders }> = [];
+  beforeAll(async () => {
+    const tls = createHttpsServer({ cert: readFileSync(certs.at('server.crt')), key: readFileSync(certs.at('server.key')) }, (req, res) => {
+      seen.push({ url: req.url ?? '', headers: req.headers });
+      req.resume();
+      req.on('end', () => res.end('{"data":[[1]]}'));
+    });
+    await new Promise<void>((resolve) => tls.listen(0, '127.0.0.1', () => resolve()));
+    server = tls;
+    url = `https://127.0.0.1:${(tls.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server?.closeAllConnections();
+    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+    certs.remove();
+  });
+
+  tlsGate.it('with a custom CA: verified, and the credentials in the headers the library uses there', async () => {
+    const env = { DFE_CLICKHOUSE_CA_CERT: certs.at('server.crt'), DFE_CLICKHOUSE_USERNAME: 'reader', DFE_CLICKHOUSE_PASSWORD: 'secret' };
+    const ours = await open(url, env);
+    const library = createClient({ url, username: 'reader', password: 'secret', tls: { ca_cert: readFileSync(certs.at('server.crt')) } });
+    try {
+      expect(await text(ours.client, 'SELECT 1')).toBe('{"data":[[1]]}');
+      const { stream } = await library.exec({ query: 'SELECT 1' });
+      for await (const chunk of stream) void chunk;
+      const [mine, theirs] = seen.splice(0);
+      for (const header of ['authorization', 'x-clickhouse-user', 'x-clickhouse-key']) expect([header, mine?.headers[header]]).toEqual([header, theirs?.headers[header]]);
+      expect(mine?.headers['x-clickhouse-user']).toBe('reader');
+    } finally {
+      await ours.close();
+      await library.close();
+    }
+  });
+
+  tlsGate.it('without the CA the certificate is refused; DFE_CLICKHOUSE_VERIFY=false accepts it', async () => {
+    const verified = await open(url);
+    const unverified = await open(url, { DFE_CLICKHOUSE_VERIFY: 'false' });
+    try {
+      await expect(text(verified.client, 'SELECT 1')).rejects.toMatchObject({ code: 'DEPTH_ZERO_SELF_SIGNED_CERT' });
+      expect(await text(unverified.client, 'SELECT 1')).toBe('{"data":[[1]]}');
+    } finally {
+      seen.splice(0);
+      await verified.close();
+      await unverified.close();
+    }
   });
 });
 
