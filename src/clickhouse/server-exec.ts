@@ -12,7 +12,7 @@ import { parseError, type ClickHouseClient } from '@clickhouse/client';
  * streams the SQL body through `Readable.from`. Measured on one connection
  * (docs/performance.md#one-connection-where-the-tail-went): about 1.3 ms of latency
  * and 0.3 ms of CPU per query over Node's `http`, the same request, on every fresh
- * answer. Here the request is built once and written with `end(sql)`; stale sockets
+ * answer. Here the SQL is written with the request's `end(sql)`; stale sockets
  * are checked by their age when a request takes one (no timer has to run first),
  * and a request whose reused socket the server had closed is sent once more on a
  * new one (a read: nothing ran).
@@ -54,8 +54,7 @@ const STALE_SOCKET = new Set(['ECONNRESET', 'EPIPE', 'ERR_STREAM_DESTROYED']);
 const MAX_ERROR_BYTES = 64 * 1024;
 
 export interface ServerExec {
-  /** Sockets opened so far (tests: reuse and retries). */
-  socketsOpened(): number;
+  /** Closes its sockets (the handle's close). */
   close(): void;
 }
 
@@ -69,7 +68,6 @@ export function sendExecsDirectly(client: ClickHouseClient, options: ServerExecO
     ? new HttpsAgent({ ...pool, ...(options.ca ? { ca: options.ca } : {}), rejectUnauthorized: options.verifyTls })
     : new HttpAgent(pool);
   const send = https ? httpsRequest : httpRequest;
-  let opened = 0;
   const freedAt = new WeakMap<Socket, number>();
   agent.on('free', (socket: Socket) => freedAt.set(socket, Date.now()));
   // The library's reading of the URL: its path names the database; without one, none is sent.
@@ -115,9 +113,6 @@ export function sendExecsDirectly(client: ClickHouseClient, options: ServerExecO
         signal?.removeEventListener('abort', onAbort);
         req.setTimeout(0);
       };
-      req.on('socket', () => {
-        if (!req.reusedSocket) opened += 1;
-      });
       req.setTimeout(options.requestTimeoutMs, () => req.destroy(new Error('Timeout error.')));
       req.on('response', (res) => {
         answered = true;
@@ -160,10 +155,7 @@ export function sendExecsDirectly(client: ClickHouseClient, options: ServerExecO
       settled();
     }
   };
-  return {
-    socketsOpened: () => opened,
-    close: () => agent.destroy(),
-  };
+  return { close: () => agent.destroy() };
 }
 
 function isStale(err: unknown): boolean {
