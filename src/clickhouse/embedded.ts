@@ -142,7 +142,7 @@ function whyNotOpened(path: string, configFile: string | undefined, err: unknown
 }
 
 /** `database.table` of every KeeperMap table in a data directory's metadata (read only when opening failed). */
-export function keeperMapTables(path: string): string[] {
+function keeperMapTables(path: string): string[] {
   const metadata = join(path, 'metadata');
   const found: string[] = [];
   const entries = (dir: string): string[] => {
