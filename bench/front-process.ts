@@ -14,13 +14,14 @@ import { seedDue } from './due-query.js';
  * the embedded engine behind its HTTP front, in its OWN process, so the engine's work never
  * shares the event loop of the shim being measured. Seeds `<database>` with `hunts` hunts
  * (the due-query bench's fleet) and a pressure reading for `services` services, then prints
- * the front's URL on one line. Arguments: database hunts services.
+ * the front's URL on one line. Arguments: database hunts services [max_threads] (the engine's
+ * threads per query, when the front is pinned to fewer cores than the machine has).
  *
  * Each query's engine time is kept (the front's `onEngineTime`); a line `engine-times` on
  * stdin is answered with one line on stdout, the JSON array of those since the last ask, in
  * the order the queries came (so a bench sending one query at a time can pair them up).
  */
-const [database = 'bench_one', huntsArg = '40', servicesArg = '5000'] = process.argv.slice(2);
+const [database = 'bench_one', huntsArg = '40', servicesArg = '5000', maxThreadsArg] = process.argv.slice(2);
 const path = mkdtempSync(join(tmpdir(), 'dfe-bench-front-'));
 const engine = await openClickHouse(loadConfig({ DFE_EMBEDDED_PATH: path, DFE_CLICKHOUSE_BACKEND: 'embedded' }).clickhouse);
 await seedDue(engine.client, database, Number(huntsArg));
@@ -30,7 +31,8 @@ const nowNs = BigInt(Date.now()) * 1_000_000n;
 const points = Array.from({ length: Number(servicesArg) }, (_, i) => ({ serviceName: `svc-${i}`, metricName: PRESSURE_METRIC, value: i % 100, timeUnixNs: nowNs + 600_000_000_000n }));
 await insertGaugePoints(engine.client, database, points);
 let engineTimes: number[] = [];
-const front = await startEngineFront(engine, { onEngineTime: (ms) => engineTimes.push(ms) });
+const settings = maxThreadsArg === undefined ? undefined : { max_threads: maxThreadsArg };
+const front = await startEngineFront(engine, { onEngineTime: (ms) => engineTimes.push(ms), ...(settings ? { settings } : {}) });
 console.log(front.url);
 createInterface({ input: process.stdin }).on('line', (line) => {
   if (line.trim() !== 'engine-times') return;

@@ -1,5 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent as HttpAgent, get } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,14 +32,57 @@ const CHUNK = 500;
 
 interface Front {
   readonly url: string;
+  /** Where it runs (frontPlacement), for the lines. */
+  readonly placement: string;
   /** The engine time (ms) of each query the front ran since the last call, in order (front-process.ts). */
   engineTimes(): Promise<number[]>;
   stop(): Promise<void>;
 }
 
+/** How the front is run: the command in front of node, the engine's threads, and the words the lines carry. */
+interface Placement {
+  readonly command: readonly string[];
+  readonly maxThreads?: number;
+  readonly said: string;
+}
+
+/** The CPUs this process may run on (Linux: /proc/self/status), or undefined when unknown. */
+function allowedCpus(): number[] | undefined {
+  try {
+    const line = /^Cpus_allowed_list:\s*(\S+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1];
+    if (line === undefined) return undefined;
+    return line.split(',').flatMap((range) => {
+      const [from = Number.NaN, to = from] = range.split('-').map(Number);
+      return Array.from({ length: to - from + 1 }, (_, i) => from + i);
+    });
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The front on a core of its own, running each query on one thread, as a ClickHouse server on a
+ * machine of its own runs (a server sizes `max_threads` by the cores it sees; the embedded
+ * engine counts the machine's, not the ones it is pinned to). Beside it, on the machine's two
+ * cores, its engine's time had a p99 1.3–1.5 × its p50 on every side alike, the client and the
+ * service in the middle taking the core a query needed (docs/performance.md#one-connection-where-the-tail-went);
+ * the goal asks for a steady server. The client and the services run anywhere. Without a
+ * second CPU or `taskset` the front runs beside them, and the lines say so.
+ */
+function frontPlacement(): Placement {
+  const cpus = allowedCpus();
+  const last = cpus?.at(-1);
+  if (cpus === undefined || cpus.length < 2 || last === undefined) return { command: [], said: 'the front unpinned (fewer than 2 CPUs known)' };
+  if (spawnSync('taskset', ['--version']).status !== 0) return { command: [], said: 'the front unpinned (no taskset)' };
+  return { command: ['taskset', '-c', String(last)], maxThreads: 1, said: `the front pinned to CPU ${last} of ${cpus.length}, max_threads 1` };
+}
+
 async function startFront(): Promise<Front> {
   const script = new URL('./front-process.js', import.meta.url).pathname;
-  const child: ChildProcess = spawn(process.execPath, [script, DATABASE, String(HUNTS), String(SERVICES)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const placement = frontPlacement();
+  const argv = [process.execPath, script, DATABASE, String(HUNTS), String(SERVICES), ...(placement.maxThreads === undefined ? [] : [String(placement.maxThreads)])];
+  const [command = process.execPath, ...args] = [...placement.command, ...argv];
+  const child: ChildProcess = spawn(command, args, { stdio: ['pipe', 'pipe', 'inherit'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
   const nextLine = () =>
@@ -50,6 +93,7 @@ async function startFront(): Promise<Front> {
   const url = await nextLine();
   return {
     url,
+    placement: placement.said,
     async engineTimes() {
       const answer = nextLine();
       child.stdin?.write('engine-times\n');
@@ -246,7 +290,7 @@ async function oneRoute(front: Front, shim: ShimProcess, direct: ClickHouseHandl
         `${slowerBy(viaShim, straight)} rounds shim ≥ 20 ms slower than direct, ${slowerBy(straight, viaShim)} direct ≥ 20 ms slower; ` +
         `shim process CPU ${ms(shimCpuPerAnswer)} per answer (idle work included); ` +
         `the client's event loop delay p99 ${ms(loop.delayP99Ms)}, max ${ms(loop.delayMaxMs)}, ${loop.gcs} GCs (longest ${ms(loop.gcMaxMs)}); ` +
-        `at the front, ${split}; ${load()}`,
+        `${front.placement}; at the front, ${split}; ${load()}`,
       baseline: `the same SQL straight to the front (the shim's client settings): p50 ${ms(d50)}, p99 ${ms(d99)} (${(d99 / d50).toFixed(2)}× p50)`,
       goal: 'added p50 ≤ 1 ms, p99 ≤ 1.3× p50, every answer fresh',
       outcome: goal(added <= 1 && tail <= 1.3 && notFresh === 0),
@@ -316,7 +360,7 @@ async function distinctKeys(shim: ShimProcess, direct: ClickHouseHandle, front: 
       headline: `${(shimMs / 1000).toFixed(1)} s, ${ratio.toFixed(2)}× as many one-by-one queries sent directly`,
       measured:
         `${(shimMs / 1000).toFixed(2)} s (${ratio.toFixed(2)}×), ${int(started)} ClickHouse queries${notFresh ? `, ${notFresh} not fresh` : ''}; ` +
-        `a bare Fastify proxy in its own process: ${(proxyMs / 1000).toFixed(2)} s (${(proxyMs / directMs).toFixed(2)}×); ${load()}`,
+        `a bare Fastify proxy in its own process: ${(proxyMs / 1000).toFixed(2)} s (${(proxyMs / directMs).toFixed(2)}×); ${front.placement}; ${load()}`,
       baseline: `${int(SERVICES)} one-by-one queries straight to the front: ${(directMs / 1000).toFixed(2)} s`,
       goal: '≤ 1.05×, every answer fresh',
       outcome: goal(ratio <= 1.05 && notFresh === 0),

@@ -47,6 +47,12 @@ export interface EngineFrontOptions {
    * into the engine's part and the rest (bench/one-connection-bench.ts).
    */
   readonly onEngineTime?: (ms: number) => void;
+  /**
+   * Settings every query runs with unless its URL sets them: a server profile's defaults. The
+   * one-connection bench gives its front `max_threads` = the cores it is pinned to, as a
+   * server sizes it from the cores it sees (the engine itself counts the machine's).
+   */
+  readonly settings?: Readonly<Record<string, string>>;
 }
 
 /** A setting name as ClickHouse spells them; a pooled front puts each back with `SET <name> = DEFAULT`. */
@@ -93,7 +99,7 @@ export async function startEngineFront(engine: ClickHouseHandle, options: Engine
     req.on('end', () => {
       if ((req.url ?? '').startsWith('/ping')) return void res.end('Ok.\n');
       queries += 1;
-      void answer(run, req, Buffer.concat(chunks).toString('utf8'), res);
+      void answer(run, req, Buffer.concat(chunks).toString('utf8'), res, options.settings);
     });
   });
   server.keepAliveTimeout = 10_000;
@@ -115,10 +121,10 @@ export async function startEngineFront(engine: ClickHouseHandle, options: Engine
 
 type Run = (query: string, params: Record<string, string>, settings: Record<string, string>) => Promise<Buffer>;
 
-async function answer(run: Run, req: IncomingMessage, body: string, res: ServerResponse): Promise<void> {
+async function answer(run: Run, req: IncomingMessage, body: string, res: ServerResponse, defaults: Readonly<Record<string, string>> = {}): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://front');
   const params: Record<string, string> = {};
-  const settings: Record<string, string> = {};
+  const settings: Record<string, string> = { ...defaults };
   for (const [key, value] of url.searchParams) {
     if (key.startsWith('param_')) params[key.slice('param_'.length)] = value;
     else if (!NOT_SETTINGS.has(key)) settings[key] = value;

@@ -35,3 +35,21 @@ describe('startEngineFront onEngineTime', () => {
     for (const ms of engineTimes) expect(ms).toBeGreaterThanOrEqual(0);
   });
 });
+
+describe('startEngineFront settings', () => {
+  it('runs every query with its settings unless the URL sets them', async () => {
+    const pinned = await startEngineFront(db.handle, { settings: { max_threads: '7' } });
+    const viaPinned = await openClickHouse(loadConfig({ DFE_CLICKHOUSE_URL: pinned.url }).clickhouse);
+    try {
+      const read = async (settings?: Record<string, string>) => {
+        const rs = await viaPinned.client.query({ query: "SELECT toUInt64(getSetting('max_threads')) AS t", format: 'JSONEachRow', ...(settings ? { clickhouse_settings: settings } : {}) });
+        return Number((await rs.json<{ t: number | string }>())[0]?.t);
+      };
+      expect(await read()).toBe(7);
+      expect(await read({ max_threads: '3' })).toBe(3);
+    } finally {
+      await viaPinned.close();
+      await pinned.close();
+    }
+  });
+});
