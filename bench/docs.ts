@@ -227,7 +227,9 @@ min / median / max, and is judged on the median; \`npm run bench\` exits 1 when 
 - **one connection, fresh** (bench/one-connection-bench.ts): KEDA's everyday poll, one
   request at a time. Three processes, as in a cluster: the shim (the \`dfe-keda-shim\` CLI,
   server mode) in one; a steady "server", the embedded engine behind its HTTP front
-  (bench/front-process.ts), in another; the bench, only a client, in a third. The shim first
+  (bench/front-process.ts), in another, on a core of its own with \`max_threads\` 1 when the
+  machine has two CPUs and \`taskset\` (the line says where it ran); the bench, only a client,
+  in a third. The shim first
   answers 3 000 polls on keys the figure never asks, so its code runs hot, as a pod's does
   (its CPU per answer fell from 1.9 to 1.1 ms over its first 4 000). Then 1 000 interleaved
   rounds per route, the three sides taking turns at going first, second and last (so none
@@ -378,7 +380,33 @@ the shim's, and a p99 of 11 to 45 ms on both. Each suspect on the shim's own pat
 - **the front**: one query at a time on one engine connection; its tables take no merges
   during the run (\`system.merges\` empty, parts unchanged). \`max_threads = 1\` on the engine
   was no steadier than its default of 2 (interleaved, p99/p50 11–14 × either way at load 25),
-  so the front is left as it was; both sides keep going to the same front in the same run.
+  so the front was left as it was for a while; both sides keep going to the same front in the
+  same run. It has since been given a core of its own (next bullet).
+- **the front on a core of its own** (since ed96bb3): the goal asks for a steady server, and a
+  server does not share its cores with the load generator and the service it answers. Beside
+  them on the machine's two cores, the front's engine time had a p99 1.29–1.52 × its p50 on
+  the direct side. The front now runs under \`taskset\` on the last CPU, with \`max_threads\` 1
+  (a server sizes its threads by the cores it sees; the embedded engine counts the machine's,
+  2, and two threads on one core were worse: the count's engine p99 1.43 × in one run). The
+  client, the shim and the proxy still run anywhere. The one-connection section, the same code
+  on one afternoon (load 1.4–2.3), backlog then pressure, shim p99/p50 (direct; the engine's
+  own on the direct side):
+
+  | the front | backlog | pressure |
+  |---|---|---|
+  | beside the others (as before) | 1.33 × (1.29 ×; 1.29 ×) | 1.34 × (1.45 ×; 1.39 ×) |
+  | pinned, \`max_threads\` 2 | 1.43 × (1.42 ×; 1.43 ×) | 1.25 × (1.21 ×; 1.09 ×) |
+  | pinned, \`max_threads\` 1 | 1.29 × (1.32 ×; 1.20 ×) | 1.13 × (1.23 ×; 1.10 ×) |
+  | pinned, \`max_threads\` 1, again | 1.26 × (1.28 ×; 1.12 ×) | 1.21 × (1.31 ×; 1.12 ×) |
+  | pinned, \`max_threads\` 1, everything else on the other CPU | 1.28 × (1.30 ×; 1.12 ×) | 1.37 × (1.42 ×; 1.39 ×) |
+
+  The engine's own tail fell to 1.1–1.2 × its p50, and the p50s fell too (the count 8.4–9.1 ms
+  direct, from 10 ms). What is left of the shim's tail is mostly outside the engine, and the
+  direct side has it as well (its p99 outside the engine 1.7–2.9 ms against a p50 of 0.4–0.7 ms):
+  the client and the hop on the shared core. Keeping everything else off the front's core
+  was not steadier in its one run, so it was not taken. The 5 000 distinct keys read the same
+  ratio either way (1.08 × beside, 1.07 × pinned with \`max_threads\` 2): the hop is a constant per key, and the bare
+  proxy missed 1.05 × in both (1.07 ×, 1.06 ×).
 
 On a quiet machine (load about 1.3) the engine's own p99 was still 2.07 × its p50 on the due
 count (11 → 22 ms) and 1.49 × on \`pressure\`. The count's part of that was a compile, once a
