@@ -364,8 +364,8 @@ the shim's, and a p99 of 11 to 45 ms on both. Each suspect on the shim's own pat
   bench's one-connection sections after it (a run of those sections on d09aee6): backlog p50
   12 ms (was 14 ms), pressure 7.86 ms (was 9.09 ms), p99 1.29× and 1.33× p50 (direct 1.35×
   and 1.39×: the same engine tail over a smaller p50); 5 000 distinct keys in 37.3 s (was
-  43.2 s), 1.08× the direct side's 34.7 s, which gained as much (the bare proxy 1.05×). This
-  page's run (2d8b386): backlog 11 ms, pressure 6.75 ms, 5 000 keys 32.7 s (1.07×), the fresh
+  43.2 s), 1.08× the direct side's 34.7 s, which gained as much (the bare proxy 1.05×). The
+  run of 2d8b386: backlog 11 ms, pressure 6.75 ms, 5 000 keys 32.7 s (1.07×), the fresh
   value 0.96 ms at p50 (2.54 ms in the run of 7cbf55c). The ratios did not improve: both sides
   lost the same wait.
   Everything else (the runner's and coordination's \`query\`, \`command\`, \`insert\`) still goes
@@ -475,15 +475,18 @@ and the shim +0.82 and +0.78 ms; in the run of 2ea9cc1 the proxy +0.47 and +0.39
 shim +0.68 and +0.60 ms; in the run of 02635b4 the proxy +0.41 and +0.47 ms and the shim
 +0.53 and +0.60 ms; in the run of 7cbf55c (every side sending short SQL in the URL, see
 "the client library's request body" above) the proxy +0.55 and +0.53 ms and the shim +0.64
-and +0.66 ms. This page's run (2d8b386, every side's \`exec\` out of the library's request
-path, see "the client library's wait") reads the proxy +0.49 and +0.42 ms and the shim +0.60
-and +0.52 ms: the shim's own work at p50 is about 0.1–0.2 ms in every run since e7e6071.
-Over 5 000 distinct keys the proxy took 1.04 ×, 1.05 ×, 1.06 ×, 1.04 ×, 1.06 ×, 1.07 × and
-1.06 × in the runs of 3c7627a, e7e6071, 72dcbc3, 2ea9cc1, 02635b4, 7cbf55c and this page,
-the shim 1.07 ×, 1.09 ×, 1.08 ×, 1.08 ×, 1.09 ×, 1.07 × and 1.07 × (goal ≤ 1.05 ×: missed,
-by the proxy too); in the run of 02635b4 the shim cost 0.74 ms a key over direct against the
-proxy's 0.52 ms, in that of 7cbf55c 0.57 ms against 0.60 ms, in this page's 0.42 ms against
-0.39 ms. At p99 the three sides sit together. In the run
+and +0.66 ms. The run of 2d8b386 (every side's \`exec\` out of the library's request
+path, see "the client library's wait") read the proxy +0.49 and +0.42 ms and the shim +0.60
+and +0.52 ms; this page's run (ebb3bc9, the front on a core of its own) the proxy +0.44 and
++0.39 ms and the shim +0.50 and +0.51 ms: the shim's own work at p50 is about 0.1–0.2 ms in
+every run since e7e6071.
+Over 5 000 distinct keys the proxy took 1.04 ×, 1.05 ×, 1.06 ×, 1.04 ×, 1.06 ×, 1.07 ×, 1.06 ×
+and 1.05 × in the runs of 3c7627a, e7e6071, 72dcbc3, 2ea9cc1, 02635b4, 7cbf55c, 2d8b386 and
+this page, the shim 1.07 ×, 1.09 ×, 1.08 ×, 1.08 ×, 1.09 ×, 1.07 ×, 1.07 × and 1.09 × (goal
+≤ 1.05 ×: missed, by the proxy too in all but this page's run); in the run of 02635b4 the shim
+cost 0.74 ms a key over direct against the proxy's 0.52 ms, in that of 7cbf55c 0.57 ms against
+0.60 ms, in that of 2d8b386 0.42 ms against 0.39 ms, in this page's 0.54 ms against 0.31 ms.
+At p99 the three sides sit together. In the run
 of 02635b4 the engine's own time was 1.28–1.45 × its p50 on the count (1.31–1.45 × on
 \`pressure\`), direct 1.34 × and 1.40 ×, the proxy 1.29 × and 1.31 ×, the shim 1.42 × and
 1.39 × (a constant hop raises a side's p50, which lowers its ratio), and outside the engine
@@ -491,12 +494,17 @@ the shim's p99 was 6.1 and 4.1 ms against the proxy's 4.6 and 3.6 ms. In the run
 the engine's own time was 1.21–1.28 × on the count and 1.30–1.37 × on \`pressure\`, direct
 1.27 × and 1.35 ×, the proxy 1.26 × and 1.31 ×, the shim 1.20 × and 1.29 ×: both goals met,
 and outside the engine the shim's p99 was 4.9 and 3.7 ms against the proxy's 4.4 and 3.2 ms.
-In this page's run, with 1.2 ms less of p50 on every side, the engine's own time on the direct
-side was 1.25 × on the count and 1.52 × on \`pressure\`, direct 1.36 × and 1.51 ×, the proxy
-1.25 × and 1.48 ×, the shim 1.31 × and 1.49 ×: both goals missed, \`pressure\` by the engine's
-own tail. The count met the goal in the runs of 72dcbc3, 2ea9cc1 and 7cbf55c; \`pressure\`
-only in 7cbf55c's, where direct missed it. One run is not a trend: see the three runs of
-that bullet.
+In the run of 2d8b386, with 1.2 ms less of p50 on every side, the engine's own time on the
+direct side was 1.25 × on the count and 1.52 × on \`pressure\`, direct 1.36 × and 1.51 ×, the
+proxy 1.25 × and 1.48 ×, the shim 1.31 × and 1.49 ×: both goals missed, \`pressure\` by the
+engine's own tail. The count met the goal in the runs of 72dcbc3, 2ea9cc1 and 7cbf55c;
+\`pressure\` only in 7cbf55c's, where direct missed it. In this page's run (ebb3bc9), the front
+on a core of its own (the bullet "the front on a core of its own"), the engine's own time on
+the direct side was 1.15 × on the count and 1.20 × on \`pressure\`, direct 1.31 × and 1.31 ×,
+the proxy 1.37 × and 1.22 ×, the shim 1.25 × and 1.27 ×: both goals met, and what is left of
+every side's tail is mostly outside the engine (the engine 22–76 % of the slowest 1 %'s
+excess, against 62–90 % in the run of 2d8b386). One run is not a trend: see the runs of that
+bullet.
 
 Where the hop goes: a CPU profile of the shim over 5 000 fresh \`pressure\` answers (main
 thread, 0.2 ms sampling, load about 1) puts the shim's own modules (executor, flight,
@@ -583,8 +591,8 @@ The run of 3c7627a read 1.00 × (rounds 0.83–1.08 ×), that of e7e6071 0.94 ×
 0.89–0.99 ×), that of 72dcbc3 0.96 × (rounds 0.94–1.03 ×), that of 2ea9cc1 0.95 × (rounds
 0.91–0.98 ×), that of 02635b4 0.97 × (rounds 0.90–1.01 ×), that of 7cbf55c, with the cached
 path unchanged since e7e6071, 0.95 × rounded and just under the goal (55 547 against
-58 011 req/s, rounds 0.91–0.98 ×), and this page's run (2d8b386) 0.97 × (rounds
-0.96–1.03 ×). It is the machine, not a change: within one hour the code from before e7e6071
+58 011 req/s, rounds 0.91–0.98 ×), that of 2d8b386 0.97 × (rounds 0.96–1.03 ×), and this
+page's run (ebb3bc9) 0.96 × (rounds 0.92–0.98 ×). It is the machine, not a change: within one hour the code from before e7e6071
 read 0.92 × and 0.93 ×, and e7e6071's 0.93 × and 0.93 × (the section alone, interleaved, load
 about 1). CPU profiles of the shim and of the bare route under the same load (7 pairs, 0.97 ×
 on a quiet machine) put three quarters of each side's busy time in \`writev\`, the loopback
@@ -621,7 +629,8 @@ the same stream functions as the server's sockets (in a 1 % run V8 deoptimised \
 exporter above, which keeps that socket out of the main isolate, took the 1 % cost from +11 % to
 +6 % CPU per poll in four interleaved triples (12.69 and 12.12 ms against 11.40 ms off). The bench's
 own section on the image's Node 24 read 0.80× and 0.81×, against 0.84× and 0.87× on Node 20 in
-the same session.
+the same session. The full runs since, with the code unchanged: 0.92 × (7cbf55c), 0.90 ×
+(2d8b386) and 0.94 × (this page's run, ebb3bc9; CPU per poll 1.07 ×).
 
 ## The nemesis's lateness
 
@@ -629,9 +638,11 @@ Doubles and misses are 0 in every run; the lateness goals are not met. The p99 g
 quiet bound (about 1–2 s), which a 10 s stall holding a twentieth of a run's fires cannot meet.
 The max is held to the bound plus one lease plus the longest fault: one fault. The plan's faults
 overlap often (a slot of 10.75 s, faults of 10–11 s), and a fire caught by two or three in a
-row waits for each. In this page's run (2d8b386) the tables fleet (seed 1042753816) read p99
-16.47 s and max 17.68 s (bound 16.97 s) and the Keeper fleet (seed 1564632969) p99 10.63 s
-and max 10.91 s (bound 16.97 s, met); in the run of 7cbf55c the tables fleet (seed
+row waits for each. In this page's run (ebb3bc9) the tables fleet (seed 1441069597) read p99
+16.90 s and max 20.51 s (bound 17.13 s) and the Keeper fleet (seed 613983164) p99 10.70 s and
+max 10.79 s (bound 16.88 s, met); in the run of 2d8b386 the tables fleet (seed 1042753816) read
+p99 16.47 s and max 17.68 s (bound 16.97 s) and the Keeper fleet (seed 1564632969) p99
+10.63 s and max 10.91 s (bound 16.97 s, met); in the run of 7cbf55c the tables fleet (seed
 4195483162) p99 17.55 s and max 17.73 s (bound 17.13 s), the Keeper fleet (seed 99332100)
 p99 10.71 s and max 12.74 s (met). In the run of 02635b4 (tables, seed 817447013; rerun with the same seed:
 p99 23.10 s, max 25.10 s again) the fires due during the stall (+15.9 s to +25.9 s) ran at
