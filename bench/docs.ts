@@ -448,7 +448,7 @@ of Node's GCs lined up with them, and no engine event stood out among its CPU-he
 In the full run of 8031ccb (load 1.1–1.4), the compile gone, the engine's own p99 was 1.39 to
 1.42 × its p50 on the count and 1.34 to 1.37 × on \`pressure\`, and the direct baseline as a
 whole 1.44 × and 1.34 ×: no client of that front met the 1.3 × goal (the front on a core of
-its own, below, changed that). The
+its own, above, changed that). The
 shim's side had a tail of its own on top (all but the engine's time: p99 6.2 ms against a p50
 of 2.3 ms on the count; direct 3.8 and 1.8 ms), in the bench process, which then ran the shim
 beside its own HTTP client: GC pauses up to 14 ms and an event-loop delay up to 16 ms.
